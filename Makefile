@@ -1,0 +1,35 @@
+# Set-up is two commands: `make bench` and `make test`; both install into .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# The main job: the seed's experiment on the ten seed models.
+BENCH_ARGS ?= --performance --use-xla-baseline --randomize-input \
+	--backend=torchxla_trivial,torchxla_trace_once
+
+.PHONY: install bench test test-all bench-overhead clean
+
+install: $(STAMP)
+
+# Re-runs only when the package metadata changed; otherwise returns at once.
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+bench: install
+	$(PY) runner.py $(BENCH_ARGS)
+
+bench-overhead: install
+	$(PY) -m benchmarks.overhead
+
+test: install
+	$(PY) -m pytest -m "not slow"
+
+test-all: install
+	$(PY) -m pytest
+
+clean:
+	rm -rf results/*.csv results/*.md results/*.jsonl results/*.png .pytest_cache

@@ -1,0 +1,335 @@
+"""The result files of a run and their versioned schema.
+
+A run writes three files that share a stem (``results/<stem>.*``):
+
+* ``<stem>.csv``   -- one row per (model, backend): ``CSV_COLUMNS``.
+* ``<stem>.jsonl`` -- the raw timing samples behind each row, one JSON object
+  per line (see :func:`sample_record`).
+* ``<stem>.md``    -- the report rendered from the CSV (``benchmarks.report``).
+
+Offers ``SCHEMA_VERSION``, ``COLUMNS`` / ``CSV_COLUMNS``, the status constants,
+``append_rows`` / ``read_rows`` / ``empty_frame``, ``sample_record`` /
+``append_samples`` / ``read_samples`` and ``samples_path`` / ``markdown_path``.
+
+Crash safety: every record is one complete line handed to a single
+``os.write`` on an ``O_APPEND`` descriptor, followed by ``fsync``, so killing
+the harness at any moment leaves whole lines only.  Should a file still end in
+a torn line (power loss, a foreign writer), readers drop that unterminated
+last line with a warning, and the next append cuts it off before writing.
+"""
+from __future__ import annotations
+
+import csv
+import fcntl
+import io
+import json
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+SCHEMA_VERSION = 1
+
+STATUS_PASS = "pass"
+# Known failure statuses; a row may carry another string (the report shows
+# whatever it finds), these are listed so callers spell them consistently.
+FAILURE_STATUSES = (
+    "fail_to_run",
+    "model_fail_to_load",
+    "eager_fail_to_run",
+    "timeout",
+    "crashed",
+    "OOM",
+)
+
+SAMPLE_ROLES = ("baseline", "backend")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One CSV column: its name, its pandas dtype when read back, and whether
+    a file must have it.  Columns added after v1 must be ``required=False`` so
+    that older files stay readable."""
+
+    name: str
+    dtype: str
+    required: bool = True
+
+
+# The single place that defines the CSV.  To add a column: append a
+# Column(..., required=False) at the END (old files then read with it as NaN)
+# and bump SCHEMA_VERSION.  The first six are PyTorch's dynamo-harness columns.
+COLUMNS: list[Column] = [
+    Column("dev", "str"),
+    Column("name", "str"),
+    Column("batch_size", "Int64"),
+    Column("speedup", "float64"),
+    Column("abs_latency", "float64"),  # median ms / iteration, backend
+    Column("compilation_latency", "float64"),  # first backend call, seconds
+    Column("backend", "str"),
+    Column("baseline", "str"),
+    Column("baseline_latency", "float64"),  # median ms / iteration, baseline
+    Column("speedup_ci_low", "float64"),
+    Column("speedup_ci_high", "float64"),
+    Column("status", "str"),
+    Column("schema_version", "Int64"),
+]
+
+CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]
+
+_NEWLINE = b"\n"
+
+
+# --------------------------------------------------------------------------
+# Paths
+
+
+def samples_path(csv_path: str | os.PathLike) -> Path:
+    """The raw-samples file beside ``csv_path`` (same stem, ``.jsonl``)."""
+    return Path(csv_path).with_suffix(".jsonl")
+
+
+def markdown_path(csv_path: str | os.PathLike) -> Path:
+    """The markdown report beside ``csv_path`` (same stem, ``.md``)."""
+    return Path(csv_path).with_suffix(".md")
+
+
+# --------------------------------------------------------------------------
+# Low-level line appends
+
+
+def _drop_torn_tail(fd: int) -> None:
+    """Truncate ``fd`` back to its last newline if it ends mid-line.
+
+    Without this, the next record would be glued onto the torn fragment and
+    both would be lost (or worse, misparsed).
+    """
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == _NEWLINE:
+        return
+    end = size
+    while end > 0:
+        start = max(0, end - 4096)
+        chunk = os.pread(fd, end - start, start)
+        cut = chunk.rfind(_NEWLINE)
+        if cut >= 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)
+
+
+def _write_line(fd: int, line: bytes) -> None:
+    # One write per record: a kill lands before or after it, never inside.
+    written = os.write(fd, line)
+    if written != len(line):  # regular files do not short-write; be loud if one does
+        raise OSError(f"short write: {written} of {len(line)} bytes")
+    os.fsync(fd)
+
+
+def _append_lines(path: str | os.PathLike, lines: Iterable[bytes], header: bytes | None = None) -> None:
+    """Append complete lines to ``path``, preceded by ``header`` if it is empty.
+
+    An exclusive ``flock`` keeps two processes from both deciding the file is
+    new and writing the header twice.
+    """
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _drop_torn_tail(fd)
+        if header is not None:
+            _write_or_check_header(fd, header, path)
+        for line in lines:
+            _write_line(fd, line)
+    finally:
+        os.close(fd)  # also releases the lock
+
+
+def _write_or_check_header(fd: int, header: bytes, path: str | os.PathLike) -> None:
+    if os.fstat(fd).st_size == 0:
+        _write_line(fd, header)
+        return
+    existing = os.pread(fd, len(header), 0)
+    if existing != header:
+        # Appending rows in one column order under a header in another would
+        # silently shift every value; a file from another schema needs a new file.
+        raise ValueError(f"{path}: header differs from CSV_COLUMNS; write to a new file")
+
+
+def _read_complete_text(path: str | os.PathLike) -> str:
+    """The file's text without a torn (unterminated) last line."""
+    text = Path(path).read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        kept, _, torn = text.rpartition("\n")
+        warnings.warn(f"{path}: ignoring truncated last line {torn[:60]!r}", RuntimeWarning, stacklevel=3)
+        text = kept + "\n" if kept else ""
+    return text
+
+
+# --------------------------------------------------------------------------
+# CSV rows
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # lists and other non-scalars
+        return False
+
+
+def _cell(value: Any) -> str:
+    if _is_missing(value):
+        return ""
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))  # repr: shortest string that round-trips exactly
+    text = str(value)
+    if "\n" in text or "\r" in text:
+        # One record per physical line is what makes torn-line detection work.
+        raise ValueError(f"newline in CSV value {text!r}")
+    return text
+
+
+def _csv_line(values: Iterable[str]) -> bytes:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(list(values))
+    return buf.getvalue().encode("utf-8")
+
+
+def _row_line(row: Mapping[str, Any]) -> bytes:
+    unknown = sorted(set(row) - set(CSV_COLUMNS))
+    if unknown:
+        raise ValueError(f"unknown result columns {unknown}; known: {CSV_COLUMNS}")
+    full = {"schema_version": SCHEMA_VERSION, **row}
+    return _csv_line(_cell(full.get(name)) for name in CSV_COLUMNS)
+
+
+def append_rows(csv_path: str | os.PathLike, rows: list[Mapping[str, Any]]) -> None:
+    """Append ``rows`` (dicts keyed by ``CSV_COLUMNS``) to the CSV at ``csv_path``.
+
+    Writes the header first if the file is new or empty.  Missing keys become
+    empty cells, except ``schema_version`` which defaults to ``SCHEMA_VERSION``.
+    Unknown keys raise ``ValueError`` before anything is written.
+    """
+    lines = [_row_line(row) for row in rows]  # validate all before writing any
+    _append_lines(csv_path, lines, header=_csv_line(CSV_COLUMNS))
+
+
+def empty_frame() -> pd.DataFrame:
+    """A results DataFrame with no rows and the typed ``CSV_COLUMNS``."""
+    return pd.DataFrame({c.name: pd.Series(dtype=c.dtype) for c in COLUMNS})
+
+
+def read_rows(csv_path: str | os.PathLike) -> pd.DataFrame:
+    """Read a results CSV into a DataFrame with typed columns.
+
+    Known columns come first in ``CSV_COLUMNS`` order, typed per ``COLUMNS``
+    (empty cells are NaN / <NA>); optional columns the file lacks are added as
+    all-missing; columns this code does not know (a newer writer) are kept
+    after them as read.  A missing required column raises ``ValueError``.
+    """
+    text = _read_complete_text(csv_path)
+    if not text.strip():
+        return empty_frame()
+    header = next(csv.reader(io.StringIO(text)))
+    missing = [c.name for c in COLUMNS if c.required and c.name not in header]
+    if missing:
+        raise ValueError(f"{csv_path}: missing required columns {missing}")
+    dtypes = {c.name: c.dtype for c in COLUMNS if c.name in header}
+    frame = pd.read_csv(io.StringIO(text), dtype=dtypes, keep_default_na=False, na_values=[""])
+    for column in COLUMNS:
+        if column.name not in frame:
+            frame[column.name] = pd.Series(index=frame.index, dtype=column.dtype)
+    extra = [name for name in frame.columns if name not in CSV_COLUMNS]
+    return frame[CSV_COLUMNS + extra]
+
+
+# --------------------------------------------------------------------------
+# JSONL raw samples
+
+
+def sample_record(
+    name: str,
+    backend: str,
+    role: str,
+    samples_s: Iterable[float],
+    first_call_s: float | None = None,
+    **extra: Any,
+) -> dict:
+    """One raw-samples record: the timings of ``name`` run as ``role``.
+
+    ``role`` is ``"baseline"`` or ``"backend"``; ``backend`` names the backend
+    the measurement belongs to (a baseline record carries the backend it was
+    paired with).  ``first_call_s`` is the warm-up call, ``samples_s`` the
+    timed iterations, both in seconds.  ``extra`` keys are stored as given.
+    """
+    if role not in SAMPLE_ROLES:
+        raise ValueError(f"role must be one of {SAMPLE_ROLES}, got {role!r}")
+    return {
+        "name": name,
+        "backend": backend,
+        "role": role,
+        "first_call_s": first_call_s,
+        "samples_s": [float(s) for s in samples_s],
+        **extra,
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy of ``value``: numpy to Python, nan/inf to null.
+
+    Strict JSON has no NaN; null keeps the file readable by jq and friends.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _json_line(record: Mapping[str, Any]) -> bytes:
+    if not isinstance(record, Mapping):
+        raise TypeError(f"sample records are dicts, got {type(record).__name__}")
+    full = {**record, "schema_version": record.get("schema_version", SCHEMA_VERSION)}
+    # json.dumps escapes newlines inside strings, so a record is always one line.
+    return (json.dumps(_plain(full), allow_nan=False) + "\n").encode("utf-8")
+
+
+def append_samples(jsonl_path: str | os.PathLike, records: list[Mapping[str, Any]]) -> None:
+    """Append ``records`` to ``jsonl_path``, one JSON object per line.
+
+    ``schema_version`` is added when absent.  Same one-write-per-line and
+    fsync guarantee as :func:`append_rows`.
+    """
+    lines = [_json_line(record) for record in records]
+    _append_lines(jsonl_path, lines)
+
+
+def read_samples(jsonl_path: str | os.PathLike) -> list[dict]:
+    """All records of ``jsonl_path`` in file order.
+
+    A truncated (unterminated) last line is skipped with a warning; a broken
+    line anywhere else is real corruption and raises ``ValueError``.
+    """
+    records = []
+    lines = _read_complete_text(jsonl_path).splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{jsonl_path}:{number}: invalid JSON: {exc}") from exc
+    return records

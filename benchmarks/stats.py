@@ -1,0 +1,126 @@
+"""Statistics for benchmark timings.
+
+Offers:
+
+* ``median(samples)`` -- the location estimate used for every latency.
+* ``speedup(baseline_samples, backend_samples)`` -- ratio of medians.
+* ``speedup_ci(baseline_samples, backend_samples, ...)`` -- percentile
+  bootstrap confidence interval of that ratio (``scipy.stats.bootstrap``).
+* ``geomean(values)`` -- geometric mean over the finite, positive values only.
+* ``relative_ci_width(low, high, estimate)`` -- CI width relative to the
+  estimate, the number used to flag unstable measurements.
+
+All functions take plain sequences of floats (seconds or any unit, as long as
+both sides use the same one) and return plain floats; "no answer" is ``nan``
+rather than an exception, so one bad model never stops a report.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+from scipy import stats as _sps
+
+__all__ = ["median", "speedup", "speedup_ci", "geomean", "relative_ci_width"]
+
+NAN = float("nan")
+
+
+def _as_array(samples: Iterable[float]) -> np.ndarray:
+    return np.asarray(list(samples), dtype=float)
+
+
+def median(samples: Iterable[float]) -> float:
+    """Median of ``samples``; ``nan`` when there are none.
+
+    The median (not the mean) because timing noise is one-sided: a GC pause
+    or a context switch only ever makes an iteration slower.
+    """
+    arr = _as_array(samples)
+    if arr.size == 0:
+        return NAN
+    return float(np.median(arr))
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    # A zero, negative or missing denominator is a broken measurement, not an
+    # infinitely fast backend: report "unknown" instead of inf.
+    if not (math.isfinite(numerator) and math.isfinite(denominator)) or denominator <= 0:
+        return NAN
+    return numerator / denominator
+
+
+def speedup(baseline_samples: Iterable[float], backend_samples: Iterable[float]) -> float:
+    """``median(baseline) / median(backend)``: above 1 means the backend is faster."""
+    return _ratio(median(baseline_samples), median(backend_samples))
+
+
+def _ratio_of_medians(baseline: np.ndarray, backend: np.ndarray, axis: int = -1) -> np.ndarray:
+    # Vectorised form required by scipy.stats.bootstrap: it hands in a whole
+    # batch of resamples at once and names the sample axis.
+    return np.median(baseline, axis=axis) / np.median(backend, axis=axis)
+
+
+def speedup_ci(
+    baseline_samples: Sequence[float],
+    backend_samples: Sequence[float],
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Bootstrap confidence interval ``(low, high)`` of :func:`speedup`.
+
+    The two sample sets are resampled independently (``paired=False``): the
+    i-th baseline iteration has nothing to do with the i-th backend iteration.
+    The percentile method is used because BCa needs a jackknife that
+    degenerates (returns nan) on the near-constant timings fast models give.
+    The fixed ``seed`` makes a re-rendered report identical to the first one.
+    Fewer than two samples on either side give ``(nan, nan)``.
+    """
+    baseline = _as_array(baseline_samples)
+    backend = _as_array(backend_samples)
+    if baseline.size < 2 or backend.size < 2:
+        return NAN, NAN
+    if not (np.all(np.isfinite(baseline)) and np.all(np.isfinite(backend))):
+        return NAN, NAN
+    result = _sps.bootstrap(
+        (baseline, backend),
+        _ratio_of_medians,
+        n_resamples=n_resamples,
+        vectorized=True,
+        paired=False,
+        axis=-1,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    interval = result.confidence_interval
+    return float(interval.low), float(interval.high)
+
+
+def geomean(values: Iterable[float]) -> float:
+    """Geometric mean of the finite, positive ``values``; ``nan`` when none.
+
+    Failed models arrive as nan (or are left out by the caller); they are
+    dropped here rather than counted as 0 (which would zero the mean) or as
+    1 (which would pretend the backend broke even).
+    """
+    arr = _as_array(values)
+    kept = arr[np.isfinite(arr) & (arr > 0)]
+    if kept.size == 0:
+        return NAN
+    return float(_sps.gmean(kept))
+
+
+def relative_ci_width(low: float, high: float, estimate: float) -> float:
+    """``(high - low) / estimate``; ``nan`` when any input is missing.
+
+    0.10 means the interval spans 10% of the estimate: a scale-free measure
+    of how much the number would move on a re-run, so one threshold works
+    for 0.5x and 5x speedups alike.
+    """
+    values = (low, high, estimate)
+    if not all(v is not None and math.isfinite(v) for v in values) or estimate <= 0:
+        return NAN
+    return (high - low) / estimate

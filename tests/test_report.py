@@ -1,0 +1,115 @@
+"""Tests of benchmarks.report: golden files for the renderers, units for the table.
+
+Regenerate the golden files after an intended change with
+``UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_report.py`` and review
+the diff; without it a mismatch fails.
+"""
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import report, results
+
+GOLDEN = Path(__file__).parent / "golden"
+TITLE = "Speedup over baseline"
+NAN = np.nan
+
+
+def _frame(rows):
+    """A DataFrame shaped like ``results.read_rows`` output."""
+    df = pd.DataFrame([{**dict.fromkeys(results.CSV_COLUMNS, NAN), **r} for r in rows], columns=results.CSV_COLUMNS)
+    return df.astype({c.name: c.dtype for c in results.COLUMNS})
+
+
+def _row(name, backend, speedup, low, high, status="pass", batch_size=8):
+    return dict(
+        dev="cpu", name=name, batch_size=batch_size, backend=backend, baseline="xla",
+        speedup=speedup, speedup_ci_low=low, speedup_ci_high=high, status=status, schema_version=1,
+    )
+
+
+# Two models x two backends, one failure.  Hand-computed geomeans:
+# trivial: only alexnet passed -> 1.50; trace_once: sqrt(2.0 * 0.5) = 1.00.
+SAMPLE_ROWS = [
+    _row("alexnet", "torchxla_trivial", 1.5, 1.4, 1.6),
+    _row("alexnet", "torchxla_trace_once", 2.0, 1.9, 2.25),
+    _row("resnet18", "torchxla_trivial", NAN, NAN, NAN, status="fail_to_run", batch_size=16),
+    _row("resnet18", "torchxla_trace_once", 0.5, 0.45, 0.55, batch_size=16),
+]
+
+
+def _check_golden(name, text):
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"{path} differs; UPDATE_GOLDEN=1 regenerates it"
+
+
+def test_markdown_matches_golden():
+    _check_golden("report.md", report.render_markdown(_frame(SAMPLE_ROWS), title=TITLE))
+
+
+def test_console_matches_golden():
+    _check_golden("report.txt", report.render_console(_frame(SAMPLE_ROWS)))
+
+
+def test_write_markdown_renders_stored_csv(tmp_path):
+    csv_path = tmp_path / "run.csv"
+    results.append_rows(csv_path, [{k: v for k, v in r.items() if k != "schema_version"} for r in SAMPLE_ROWS])
+    written = report.write_markdown(csv_path, title=TITLE)
+    assert written == tmp_path / "run.md"
+    assert written.read_text() == (GOLDEN / "report.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.csv", "run.md"]
+
+
+def test_write_markdown_default_title_names_the_run(tmp_path):
+    csv_path = tmp_path / "nightly.csv"
+    results.append_rows(csv_path, [SAMPLE_ROWS[0]])
+    assert report.write_markdown(csv_path).read_text().startswith("# Speedup over baseline: nightly\n")
+
+
+def test_table_cells_and_geomean_exclude_failures():
+    headers, rows = report.speedup_table(_frame(SAMPLE_ROWS))
+    assert headers == ["name", "batch_size", "torchxla_trivial", "torchxla_trace_once"]
+    assert rows == [
+        ["alexnet", "8", "1.50x [1.40, 1.60]", "2.00x [1.90, 2.25]"],
+        ["resnet18", "16", "fail_to_run", "0.50x [0.45, 0.55]"],
+        ["geomean", "", "1.50x (n=1)", "1.00x (n=2)"],
+    ]
+
+
+def test_table_last_row_wins_missing_pair_and_no_ci():
+    rows = [
+        _row("m", "a", NAN, NAN, NAN, status="timeout"),
+        _row("m", "a", 4.0, NAN, NAN),  # re-run appended later: wins
+        _row("n", "b", 1.0, 0.9, 1.1),
+    ]
+    _, body = report.speedup_table(_frame(rows))
+    assert body == [
+        ["m", "8", "4.00x", "-"],
+        ["n", "8", "-", "1.00x [0.90, 1.10]"],
+        ["geomean", "", "4.00x (n=1)", "1.00x (n=1)"],
+    ]
+
+
+def test_geomean_of_backend_with_only_failures_is_dash():
+    _, body = report.speedup_table(_frame([_row("m", "a", NAN, NAN, NAN, status="OOM")]))
+    assert body == [["m", "8", "OOM"], ["geomean", "", "-"]]
+
+
+def test_failures_and_caption():
+    df = _frame(SAMPLE_ROWS)
+    assert report.failures(df) == [("resnet18", "torchxla_trivial", "fail_to_run")]
+    assert report.caption(df) == "Baseline: xla on cpu"
+
+
+def test_markdown_without_failures_has_no_failures_section():
+    assert "Failures" not in report.render_markdown(_frame(SAMPLE_ROWS[:2]))
+
+
+def test_empty_results_render():
+    empty = results.empty_frame()
+    assert "No results" in report.render_markdown(empty)
+    assert report.render_console(empty) == "No results.\n"

@@ -1,0 +1,258 @@
+"""Tests of benchmarks.results: schema, round trips and crash safety."""
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks import results
+
+HEADER = ",".join(results.CSV_COLUMNS)
+
+
+def _row(name="alexnet", backend="torchxla_trivial", **overrides):
+    row = dict(
+        dev="cpu",
+        name=name,
+        batch_size=8,
+        speedup=1.25,
+        abs_latency=4.0,
+        compilation_latency=12.5,
+        backend=backend,
+        baseline="xla",
+        baseline_latency=5.0,
+        speedup_ci_low=1.2,
+        speedup_ci_high=1.3,
+        status="pass",
+    )
+    row.update(overrides)
+    return row
+
+
+def test_column_order_starts_with_dynamo_harness_columns():
+    assert results.CSV_COLUMNS == [
+        "dev", "name", "batch_size", "speedup", "abs_latency", "compilation_latency",
+        "backend", "baseline", "baseline_latency", "speedup_ci_low", "speedup_ci_high",
+        "status", "schema_version",
+    ]
+    assert results.SCHEMA_VERSION == 1
+
+
+def test_round_trip_keeps_values_and_types(tmp_path):
+    path = tmp_path / "run.csv"
+    rows = [_row(), _row("resnet18", speedup=1 / 3, batch_size=16)]
+    results.append_rows(path, rows)
+    df = results.read_rows(path)
+    assert list(df.columns) == results.CSV_COLUMNS
+    assert df["name"].tolist() == ["alexnet", "resnet18"]
+    assert df["batch_size"].tolist() == [8, 16]
+    assert df["speedup"].tolist() == [1.25, 1 / 3]  # exact: floats written with repr
+    assert df["schema_version"].tolist() == [1, 1]  # filled in by the writer
+    assert str(df["batch_size"].dtype) == "Int64"
+    assert df["speedup"].dtype == np.float64
+
+
+def test_header_written_once_across_calls(tmp_path):
+    path = tmp_path / "run.csv"
+    results.append_rows(path, [_row("a")])
+    results.append_rows(path, [_row("b"), _row("c")])
+    results.append_rows(path, [])
+    lines = path.read_text().splitlines()
+    assert lines[0] == HEADER
+    assert lines.count(HEADER) == 1
+    assert results.read_rows(path)["name"].tolist() == ["a", "b", "c"]
+
+
+def test_header_written_into_existing_empty_file(tmp_path):
+    path = tmp_path / "run.csv"
+    path.touch()
+    results.append_rows(path, [_row()])
+    assert path.read_text().splitlines()[0] == HEADER
+
+
+def test_missing_keys_are_empty_cells(tmp_path):
+    path = tmp_path / "run.csv"
+    results.append_rows(path, [dict(dev="cpu", name="m", backend="b", status="fail_to_run")])
+    assert path.read_text().splitlines()[1] == "cpu,m,,,,,b,,,,,fail_to_run,1"
+    row = results.read_rows(path).iloc[0]
+    assert math.isnan(row["speedup"]) and pd.isna(row["batch_size"]) and pd.isna(row["baseline"])
+
+
+def test_nan_and_none_are_empty_cells(tmp_path):
+    path = tmp_path / "run.csv"
+    results.append_rows(path, [_row(speedup=float("nan"), speedup_ci_low=None, baseline=np.nan)])
+    row = results.read_rows(path).iloc[0]
+    assert math.isnan(row["speedup"]) and math.isnan(row["speedup_ci_low"]) and pd.isna(row["baseline"])
+
+
+def test_names_that_look_like_nan_or_contain_commas_survive(tmp_path):
+    path = tmp_path / "run.csv"
+    results.append_rows(path, [_row("NA"), _row("a,b")])
+    assert results.read_rows(path)["name"].tolist() == ["NA", "a,b"]
+
+
+def test_unknown_key_rejected_before_writing(tmp_path):
+    path = tmp_path / "run.csv"
+    with pytest.raises(ValueError, match="bogus"):
+        results.append_rows(path, [_row(), _row(bogus=1)])
+    assert not path.exists()
+
+
+def test_newline_in_value_rejected(tmp_path):
+    with pytest.raises(ValueError, match="newline"):
+        results.append_rows(tmp_path / "run.csv", [_row(status="fail\nx")])
+
+
+def test_append_to_file_with_other_header_rejected(tmp_path):
+    path = tmp_path / "old.csv"
+    path.write_text("dev,name,batch_size,speedup,abs_latency,compilation_latency\n")
+    with pytest.raises(ValueError, match="header"):
+        results.append_rows(path, [_row()])
+
+
+def test_read_empty_file_gives_typed_empty_frame(tmp_path):
+    path = tmp_path / "run.csv"
+    path.touch()
+    df = results.read_rows(path)
+    assert df.empty and list(df.columns) == results.CSV_COLUMNS
+    assert str(df["batch_size"].dtype) == "Int64"
+
+
+def test_read_header_only_file(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text(HEADER + "\n")
+    assert results.read_rows(path).empty
+
+
+def test_missing_required_column_rejected(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text("dev,name\ncpu,m\n")
+    with pytest.raises(ValueError, match="missing required"):
+        results.read_rows(path)
+
+
+def test_reader_accepts_file_without_newer_optional_column(tmp_path, monkeypatch):
+    path = tmp_path / "run.csv"
+    results.append_rows(path, [_row()])  # a v1 file
+    newer = results.COLUMNS + [results.Column("peak_mem_mb", "float64", required=False)]
+    monkeypatch.setattr(results, "COLUMNS", newer)
+    monkeypatch.setattr(results, "CSV_COLUMNS", [c.name for c in newer])
+    df = results.read_rows(path)
+    assert df.columns[-1] == "peak_mem_mb" and df["peak_mem_mb"].isna().all()
+    assert df["speedup"].tolist() == [1.25]
+
+
+def test_reader_keeps_columns_it_does_not_know(tmp_path):
+    path = tmp_path / "run.csv"
+    values = ",".join(["cpu", "m", "8", "1.5", "", "", "b", "xla", "", "", "", "pass", "2", "7"])
+    path.write_text(HEADER + ",from_the_future\n" + values + "\n")
+    df = results.read_rows(path)
+    assert list(df.columns) == results.CSV_COLUMNS + ["from_the_future"]
+    assert df["from_the_future"].tolist() == [7]
+
+
+def test_truncated_last_csv_line_is_ignored_then_cut_on_append(tmp_path):
+    # Simulates a crash mid-append: a partial line without its newline.
+    path = tmp_path / "run.csv"
+    results.append_rows(path, [_row("a")])
+    with open(path, "a") as f:
+        f.write("cpu,b,8,1.")
+    with pytest.warns(RuntimeWarning, match="truncated"):
+        assert results.read_rows(path)["name"].tolist() == ["a"]
+    results.append_rows(path, [_row("c")])
+    lines = path.read_text().splitlines()
+    assert [line.split(",")[1] for line in lines[1:]] == ["a", "c"]
+    assert results.read_rows(path)["name"].tolist() == ["a", "c"]
+
+
+def test_truncated_header_only_file_reads_empty(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text(HEADER[:20])
+    with pytest.warns(RuntimeWarning):
+        assert results.read_rows(path).empty
+    results.append_rows(path, [_row()])
+    assert path.read_text().splitlines()[0] == HEADER
+
+
+_WRITER = """
+import sys
+from benchmarks import results
+i = 0
+while True:
+    results.append_rows(sys.argv[1], [dict(dev="cpu", name=f"m{i}", backend="b", speedup=1.0 + i, status="pass")])
+    results.append_samples(sys.argv[2], [results.sample_record(f"m{i}", "b", "backend", [0.001] * 500)])
+    i += 1
+"""
+
+
+def test_kill_during_appends_leaves_only_whole_lines(tmp_path):
+    csv_path, jsonl_path = tmp_path / "run.csv", tmp_path / "run.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(csv_path), str(jsonl_path)])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (jsonl_path.exists() and jsonl_path.stat().st_size > 20_000):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert csv_path.read_bytes().endswith(b"\n") and jsonl_path.read_bytes().endswith(b"\n")
+    df = results.read_rows(csv_path)
+    assert len(df) > 0 and df["speedup"].tolist() == [1.0 + i for i in range(len(df))]
+    assert all(len(r["samples_s"]) == 500 for r in results.read_samples(jsonl_path))
+
+
+def test_samples_round_trip(tmp_path):
+    path = tmp_path / "run.jsonl"
+    first = results.sample_record("alexnet", "torchxla_trivial", "baseline", [0.01, 0.02], first_call_s=1.5)
+    second = {"name": "resnet18", "backend": "b", "role": "backend", "samples_s": [0.3]}
+    results.append_samples(path, [first])
+    results.append_samples(path, [second])
+    got = results.read_samples(path)
+    assert got[0] == {
+        "name": "alexnet", "backend": "torchxla_trivial", "role": "baseline",
+        "first_call_s": 1.5, "samples_s": [0.01, 0.02], "schema_version": 1,
+    }
+    assert got[1] == {**second, "schema_version": 1}
+    assert len(path.read_text().splitlines()) == 2
+
+
+def test_samples_numpy_and_nonfinite_become_plain_json(tmp_path):
+    path = tmp_path / "run.jsonl"
+    record = {"name": "m", "samples_s": np.array([0.5, np.nan]), "first_call_s": np.float32(2.0), "n": np.int64(3)}
+    results.append_samples(path, [record])
+    json.loads(path.read_text())  # strict JSON: no NaN token
+    assert results.read_samples(path)[0] == {
+        "name": "m", "samples_s": [0.5, None], "first_call_s": 2.0, "n": 3, "schema_version": 1,
+    }
+
+
+def test_truncated_last_jsonl_line_is_skipped(tmp_path):
+    path = tmp_path / "run.jsonl"
+    results.append_samples(path, [results.sample_record("a", "b", "backend", [1.0])])
+    with open(path, "a") as f:
+        f.write('{"name": "b", "samples_s": [1.0, 2.')
+    with pytest.warns(RuntimeWarning, match="truncated"):
+        assert [r["name"] for r in results.read_samples(path)] == ["a"]
+    results.append_samples(path, [results.sample_record("c", "b", "backend", [1.0])])
+    assert [r["name"] for r in results.read_samples(path)] == ["a", "c"]
+
+
+def test_corrupt_middle_jsonl_line_raises(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"name": "a"}\nnot json\n{"name": "c"}\n')
+    with pytest.raises(ValueError, match=":2:"):
+        results.read_samples(path)
+
+
+def test_sample_record_rejects_unknown_role():
+    with pytest.raises(ValueError, match="role"):
+        results.sample_record("m", "b", "eager", [1.0])
+
+
+def test_paths_beside_the_csv():
+    assert results.samples_path("results/run_1.csv") == Path("results/run_1.jsonl")
+    assert results.markdown_path(Path("/x/run.csv")) == Path("/x/run.md")

@@ -1,0 +1,69 @@
+"""Moving a call's arguments to the XLA device and its results back.
+
+Both backends accept host (CPU) tensors: they run on the XLA device and return
+results on the caller's device, copying in-place updates back into the
+caller's host tensors.
+"""
+import torch
+from torch.utils import _pytree as pytree
+
+
+def xla_device() -> torch.device:
+    """The default XLA device; imports torch_xla on first use."""
+    import torch_xla
+
+    return torch_xla.device()
+
+
+def is_xla(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "xla"
+
+
+def host_positions(args) -> tuple:
+    """Positions of the tensor arguments that live off the XLA device."""
+    return tuple(
+        i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type != "xla"
+    )
+
+
+def to_xla(args, positions, device) -> tuple:
+    """A copy of ``args`` with the tensors at ``positions`` moved to ``device``."""
+    moved = list(args)
+    for i in positions:
+        moved[i] = args[i].to(device)
+    return tuple(moved)
+
+
+def to_host(tree, device: torch.device):
+    """``tree`` with every XLA tensor leaf copied to ``device``."""
+    return pytree.tree_map_only(torch.Tensor, lambda t: t.to(device) if is_xla(t) else t, tree)
+
+
+def copy_back(host_args, xla_args, positions) -> None:
+    """Copy the XLA copies at ``positions`` into the caller's host tensors."""
+    for i in positions:
+        host_args[i].copy_(xla_args[i].cpu())
+
+
+def tensor_uid(tensor: torch.Tensor) -> str:
+    """Identity of an XLA tensor's current value (its IR node or its data).
+
+    It changes whenever the tensor is updated in place, including by a copy
+    from another tensor's data, which the need-materialization flag misses.
+    """
+    import torch_xla
+
+    return torch_xla._XLAC._unique_id_for_ir_and_data(tensor)
+
+
+def run_on_xla(fn, args, positions):
+    """Call ``fn`` on ``args`` with the host tensors at ``positions`` moved to
+    the XLA device; copy their in-place updates back and return the results
+    on the host."""
+    host = args[positions[0]].device
+    xla_args = to_xla(args, positions, xla_device())
+    before = [tensor_uid(xla_args[i]) for i in positions]
+    out = fn(xla_args)
+    changed = [i for i, uid in zip(positions, before) if tensor_uid(xla_args[i]) != uid]
+    copy_back(args, xla_args, changed)
+    return to_host(out, host)
