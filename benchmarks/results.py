@@ -78,6 +78,10 @@ COLUMNS: list[Column] = [
     Column("speedup_ci_high", "float64"),
     Column("status", "str"),
     Column("schema_version", "Int64"),
+    # Optional columns: empty when they don't apply to the row.
+    Column("error", "str", required=False),  # first line of the error of a failed row
+    Column("accuracy", "str", required=False),  # --accuracy: pass, fail_accuracy or a failure
+    Column("max_error", "float64", required=False),  # --accuracy: largest abs error seen
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]

@@ -1,0 +1,63 @@
+"""``RunConfig``: the one frozen object that describes a run.
+
+The CLI builds it from the command line (validating everything), the parent
+process hands it to each worker as JSON, and nothing else holds run-wide
+state.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    mode: str = "performance"  # "performance" | "accuracy"
+    training: bool = False
+    backends: tuple[str, ...] = ()
+    use_xla_baseline: bool = False
+    randomize_input: bool = False
+    models: tuple[str, ...] = ()  # the selection, in run order
+    suite: str = "builtin"
+    batch_size: int | None = None  # overrides configs/ when set
+    repeat: int = 30
+    warmup: int = 3
+    device: str = "cpu"  # XLA device kind: PJRT_DEVICE
+    seed: int = 0
+    output: str = "results/performance_inference_cpu.csv"
+    configs: str | None = None  # per-model settings file; None: configs/models.yaml
+    timeout: float = 900.0  # seconds per model, in isolation
+    isolate: bool = True
+    resume: bool = False
+
+    @property
+    def profile(self) -> str:
+        """The batch-size column of configs/ that fits the device."""
+        return "cpu" if self.device == "cpu" else "accelerator"
+
+    @property
+    def baseline(self) -> str:
+        return "xla" if self.use_xla_baseline else "eager"
+
+    @property
+    def phase(self) -> str:
+        return "training" if self.training else "inference"
+
+    @property
+    def csv_path(self) -> Path:
+        return Path(self.output)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunConfig":
+        data = json.loads(text)
+        data["backends"] = tuple(data["backends"])
+        data["models"] = tuple(data["models"])
+        return cls(**data)
+
+    def replace(self, **changes) -> "RunConfig":
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,149 @@
+"""Running the selected models: isolation, timeouts, resume, incremental writes.
+
+``run(config)`` benchmarks each model of ``config.models`` in a worker
+process of its own (``benchmarks.worker``) and appends its rows to the CSV as
+soon as the model finishes, so a run killed at any moment leaves a valid CSV
+with every finished model. Whatever a worker does (raise, crash on a signal,
+hang past ``--timeout``, flood its output) becomes rows with a status; the
+run goes on. With ``--resume``, (model, backend) pairs already in the CSV
+with the same settings are skipped.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tqdm import tqdm
+
+from . import report, results, worker
+from .config import RunConfig
+
+LOG_TAIL_LINES = 40
+
+
+def run(config: RunConfig) -> Path:
+    """Benchmark every model of ``config``; returns the CSV's path."""
+    csv_path = config.csv_path
+    todo = pending_work(config)
+    with tqdm(todo, unit="model", desc=f"{config.mode} {config.phase}", file=sys.stderr,
+              dynamic_ncols=True) as progress:
+        for name, backends in progress:
+            progress.set_postfix_str(f"running {name}")
+            result = run_one(config.replace(backends=backends), name)
+            # Samples first: a row in the CSV always has its samples beside it.
+            results.append_samples(results.samples_path(csv_path), result.samples)
+            results.append_rows(csv_path, result.rows)
+    return csv_path
+
+
+def pending_work(config: RunConfig) -> list[tuple[str, tuple[str, ...]]]:
+    """(model, backends still to run) for each model with work left."""
+    done = completed(config) if config.resume else set()
+    work = []
+    for name in config.models:
+        missing = tuple(b for b in config.backends if (name, b) not in done)
+        if missing:
+            work.append((name, missing))
+    return work
+
+
+def completed(config: RunConfig) -> set[tuple[str, str]]:
+    """(model, backend) pairs in the CSV whose settings match this run's."""
+    path = config.csv_path
+    if not path.exists() or path.stat().st_size == 0:
+        return set()
+    df = results.read_rows(path)
+    done = set()
+    for row in df.itertuples(index=False):
+        if row.name not in config.models:
+            continue
+        expected = worker.row_base(config, row.name)
+        if (row.dev, row.baseline, int(row.batch_size)) == (
+                expected["dev"], expected["baseline"], expected["batch_size"]):
+            done.add((row.name, row.backend))
+    return done
+
+
+def run_one(config: RunConfig, name: str) -> worker.ModelResult:
+    if not config.isolate:
+        return worker.run_model(config, name)
+    return run_isolated(config, name)
+
+
+def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
+    """``worker.run_model`` in a child process; its fate becomes rows."""
+    base = worker.row_base(config, name)
+    with tempfile.TemporaryDirectory(prefix="xdb-worker-") as tmp:
+        job, out, log = Path(tmp, "job.json"), Path(tmp, "result.json"), Path(tmp, "log.txt")
+        job.write_text(json.dumps({"config": config.to_json(), "model": name}))
+        with open(log, "wb") as log_file:
+            # The child's output goes to a file, never a pipe: a model that
+            # floods stdout cannot block on a pipe nobody reads.
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.worker", str(job), str(out)],
+                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )
+            try:
+                code = proc.wait(timeout=config.timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                return worker.failed(config, base, "timeout", f"no result after {config.timeout:g} s")
+        if code == 0 and out.exists():
+            data = json.loads(out.read_text())
+            return worker.ModelResult(data["rows"], data["samples"])
+        tail = _tail(log)
+        _keep_log(config, name, log)
+        if code < 0:
+            sig = signal.Signals(-code).name
+            return worker.failed(config, base, "crashed", f"killed by {sig}: {tail}".rstrip(": "))
+        return worker.failed(config, base, "fail_to_run", tail or f"worker exited with {code}")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _die_with_parent() -> None:
+    """Runs in the child: have Linux kill it if the parent dies, so a killed
+    run leaves no worker behind."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _tail(log: Path) -> str:
+    """The last meaningful line of a worker's output (usually the error)."""
+    with open(log, "rb") as f:
+        f.seek(max(0, os.path.getsize(log) - 64 * 1024))
+        lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
+    lines = [ln for ln in lines if ln]
+    return lines[-1][:500] if lines else ""
+
+
+def _keep_log(config: RunConfig, name: str, log: Path) -> None:
+    """Keep a failed worker's output tail beside the CSV, for debugging."""
+    folder = config.csv_path.with_suffix(".logs")
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(log, "rb") as f:
+        f.seek(max(0, os.path.getsize(log) - 256 * 1024))
+        Path(folder, f"{name}.log").write_bytes(f.read())
+
+
+def finish(csv_path: Path) -> str:
+    """Render the stored rows: markdown beside the CSV; returns the console table."""
+    report.write_markdown(csv_path)
+    df = results.read_rows(csv_path)
+    return report.render_console(df)

@@ -1,0 +1,177 @@
+"""Charts of a run and of a comparison, written as PNG files.
+
+Offers:
+
+* ``plot_speedups(df, png_path)`` -- one run (``results.read_rows`` output):
+  grouped bars of speedup per model and backend with bootstrap-CI error bars,
+  a line at 1.0 and a dashed geomean line per backend; failed pairs are left
+  out and listed under the chart.
+* ``plot_comparison(comparison, png_path)`` -- a ``compare.Comparison``:
+  horizontal bars of the latency change per (model, backend), colored by mark,
+  with the +-threshold band shaded and untested pairs hatched.
+
+Both build a ``matplotlib.figure.Figure`` directly instead of going through
+pyplot: no global figure state, no GUI backend picked from the environment
+(saving a bare Figure renders with Agg), so they are safe in a headless CI job
+and in threads.  Both return the path written.
+"""
+from __future__ import annotations
+
+import math
+import os
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from benchmarks import compare, results, stats
+
+DPI = 100
+MARK_COLORS = {
+    compare.SLOWER: "tab:red",
+    compare.FASTER: "tab:green",
+    compare.NO_CHANGE: "tab:gray",
+}
+OTHER_COLOR = "tab:purple"  # a mark with a change but no color of its own
+
+
+def _finite(value) -> bool:
+    return value is not None and not pd.isna(value) and math.isfinite(value)
+
+
+def _passed(row: pd.Series) -> bool:
+    # Same reading as benchmarks.report: empty status + a number = a pass.
+    status = row["status"]
+    if pd.isna(status):
+        return _finite(row["speedup"])
+    return status == results.STATUS_PASS and _finite(row["speedup"])
+
+
+def _note(prefix: str, items: list[str], width: int) -> str:
+    """``"<prefix>: a, b, c"`` wrapped to ``width`` characters; ``""`` if none."""
+    if not items:
+        return ""
+    return "\n".join(textwrap.wrap(f"{prefix}: " + ", ".join(items), width=width))
+
+
+def _save(fig: Figure, png_path: str | os.PathLike) -> Path:
+    path = Path(png_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=DPI)
+    return path
+
+
+def _empty(fig: Figure, message: str) -> None:
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, message, ha="center", va="center")
+    ax.set_axis_off()
+
+
+# --------------------------------------------------------------------------
+# One run
+
+
+def _error_bars(rows: pd.DataFrame) -> np.ndarray:
+    """Asymmetric error lengths (2 x n) from the CI columns; 0 where missing."""
+    speedup = rows["speedup"].to_numpy(dtype=float)
+    low = rows["speedup_ci_low"].to_numpy(dtype=float)
+    high = rows["speedup_ci_high"].to_numpy(dtype=float)
+    below = np.where(np.isfinite(low), speedup - low, 0.0)
+    above = np.where(np.isfinite(high), high - speedup, 0.0)
+    # A percentile-bootstrap CI should contain the estimate; clip in case it
+    # does not (tiny samples), since matplotlib rejects negative lengths.
+    return np.clip(np.vstack([below, above]), 0.0, None)
+
+
+def plot_speedups(df: pd.DataFrame, png_path: str | os.PathLike, title: str = "Speedup over baseline") -> Path:
+    """Grouped speedup bars of one run, written to ``png_path``; returns the path.
+
+    As in ``benchmarks.report``, the last row of a (model, backend) pair wins.
+    """
+    latest = df.drop_duplicates(subset=["name", "backend"], keep="last")
+    ok = latest[latest.apply(_passed, axis=1)] if not latest.empty else latest
+    failed = [f"{r['name']}/{r['backend']} ({r['status']})" for _, r in latest.iterrows() if not _passed(r)]
+    backends = list(pd.unique(latest["backend"].dropna()))
+    models = list(pd.unique(ok["name"].dropna()))
+
+    fig = Figure(figsize=(max(6.0, 1.0 + 0.5 * len(models) * max(1, len(backends))), 5.0), layout="constrained")
+    if not models:
+        _empty(fig, "No passing results")
+        return _save(fig, png_path)
+    ax = fig.add_subplot()
+    width = 0.8 / len(backends)
+    x = np.arange(len(models))
+    for i, backend in enumerate(backends):
+        rows = ok[ok["backend"] == backend]
+        if rows.empty:
+            continue  # every model failed with it: listed in the note
+        color = f"C{i}"
+        positions = x[[models.index(name) for name in rows["name"]]] + (i - (len(backends) - 1) / 2) * width
+        ax.bar(positions, rows["speedup"], width, yerr=_error_bars(rows), capsize=3, color=color, label=backend)
+        geomean = stats.geomean(rows["speedup"])
+        ax.axhline(geomean, color=color, linestyle="--", linewidth=1, label=f"geomean {backend}: {geomean:.2f}x")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(x, models, rotation=30, ha="right")
+    ax.set_ylabel("speedup (higher is better)")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    note = _note("Omitted (failed)", failed, width=110)
+    if note:
+        fig.supxlabel(note, fontsize="small")  # supxlabel takes part in constrained layout
+    return _save(fig, png_path)
+
+
+# --------------------------------------------------------------------------
+# A comparison
+
+
+def plot_comparison(comparison: compare.Comparison, png_path: str | os.PathLike) -> Path:
+    """Latency change bars of ``comparison``, written to ``png_path``; returns the path.
+
+    Pairs without a change (failures, added, removed, not comparable) have no
+    bar; they are listed under the chart with their mark.
+    """
+    plotted = [row for row in comparison.rows if _finite(row.change)]
+    skipped = [f"{row.name}/{row.backend} ({row.mark})" for row in comparison.rows if not _finite(row.change)]
+
+    fig = Figure(figsize=(8.0, max(3.0, 1.5 + 0.35 * len(plotted))), layout="constrained")
+    if not plotted:
+        _empty(fig, "No pair passed in both runs with the same settings")
+    else:
+        _draw_changes(fig.add_subplot(), comparison, plotted)
+    note = _note("Not plotted", skipped, width=100)
+    if note:
+        fig.supxlabel(note, fontsize="small")
+    return _save(fig, png_path)
+
+
+def _draw_changes(ax, comparison: compare.Comparison, rows: list[compare.RowComparison]) -> None:
+    y = np.arange(len(rows))[::-1]  # first row at the top, like the table
+    changes = [100 * row.change for row in rows]
+    colors = [MARK_COLORS.get(row.mark, OTHER_COLOR) for row in rows]
+    bars = ax.barh(y, changes, color=colors)
+    untested = [not _finite(row.p_value) for row in rows]
+    for bar, hatched in zip(bars, untested):
+        if hatched:  # no test ran: the length alone proves nothing
+            bar.set_hatch("//")
+    band = 100 * comparison.threshold
+    # Inside the band a change is never flagged, however significant.
+    ax.axvspan(-band, band, color="0.9", zorder=0)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(y, [f"{row.name} / {row.backend}" for row in rows])
+    ax.set_xlabel("latency change new vs old, % (negative = faster)")
+    geomean = (
+        f"geomean new/old {comparison.geomean_ratio:.3f}x (n={comparison.geomean_n})"
+        if comparison.geomean_n
+        else "geomean n/a"
+    )
+    ax.set_title(f"{comparison.old_label} → {comparison.new_label}: {geomean}")
+    marks = [m for m in compare.MARKS if any(row.mark == m for row in rows)]
+    handles = [Patch(color=MARK_COLORS.get(m, OTHER_COLOR), label=m) for m in marks]
+    if any(untested):
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="untested"))
+    handles.append(Patch(color="0.9", label=f"±{comparison.threshold:.0%} threshold"))
+    ax.legend(handles=handles, fontsize="small", loc="best")

@@ -1,0 +1,190 @@
+"""Benchmark one model: load it, run the baseline and every backend, and
+return plain records (CSV rows and raw samples).
+
+The parent process runs ``python -m benchmarks.worker JOB RESULT`` once per
+model (``orchestrate``): JOB holds the ``RunConfig`` and the model name as
+JSON, and the worker writes ``{"rows": [...], "samples": [...]}`` to RESULT.
+``run_model`` is the same work in-process (``--no-isolate``).
+
+Failures are data here: a model that fails to load, a baseline or a backend
+that raises, each becomes a row with its status and the first line of its
+error, never an exception out of ``run_model``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+
+import torch
+
+from . import accuracy, placement, results, stats, suite
+from .config import RunConfig
+from .measure import measure
+from .settings import load_settings
+
+
+@dataclass
+class ModelResult:
+    rows: list[dict] = field(default_factory=list)
+    samples: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps({"rows": self.rows, "samples": self.samples}, default=_plain)
+
+
+def row_base(config: RunConfig, name: str) -> dict:
+    """The columns every row of ``name`` shares, before the model is loaded."""
+    settings = load_settings(config.configs).for_model(name)
+    batch_size = config.batch_size or settings.batch_size(config.profile, config.training)
+    return {"dev": config.device, "name": name, "batch_size": batch_size, "baseline": config.baseline}
+
+
+def run_model(config: RunConfig, name: str) -> ModelResult:
+    torch._dynamo.reset()
+    settings = load_settings(config.configs).for_model(name)
+    base = row_base(config, name)
+    batch_size = base["batch_size"]
+    try:
+        bench = suite.load(name, batch_size, seed=config.seed, suite=config.suite)
+    except Exception as err:  # noqa: BLE001 - reported as the model's rows
+        return failed(config, base, failure_status(err, "model_fail_to_load"), err)
+    base["batch_size"] = bench.batch_size
+    if config.mode == "accuracy":
+        return _run_accuracy(config, bench, settings, base)
+    return _run_performance(config, bench, base)
+
+
+def failed(config: RunConfig, base: dict, status: str, error) -> ModelResult:
+    """One row per backend, all with ``status``."""
+    line = error if isinstance(error, str) else first_line(error)
+    return ModelResult(rows=[{**base, "backend": b, "status": status, "error": line}
+                             for b in config.backends])
+
+
+def first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+
+
+def failure_status(err: BaseException, default: str) -> str:
+    if isinstance(err, (torch.OutOfMemoryError, MemoryError)) or "RESOURCE_EXHAUSTED" in str(err):
+        return "OOM"
+    return default
+
+
+def _runners(config: RunConfig, module):
+    return [placement.baseline_runner(module, config.use_xla_baseline)] + [
+        placement.backend_runner(module, b) for b in config.backends
+    ]
+
+
+def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
+    generator = torch.Generator().manual_seed(config.seed + 1)
+
+    def draw(i):
+        return bench.example_inputs() if i == 0 else bench.random_inputs(generator)
+
+    timings = measure(_runners(config, bench.module), draw, warmup=config.warmup,
+                      repeat=config.repeat, randomize=config.randomize_input)
+    baseline = timings.pop(config.baseline)
+    if not baseline.ok:
+        return failed(config, base, failure_status(baseline.error, "eager_fail_to_run"), baseline.error)
+    result = ModelResult()
+    result.samples.append(results.sample_record(bench.name, config.baseline, "baseline",
+                                                baseline.samples_s, baseline.first_call_s))
+    for backend, timing in timings.items():
+        if not timing.ok:
+            status = failure_status(timing.error, "fail_to_run")
+            result.rows.append({**base, "backend": backend, "status": status,
+                                "error": first_line(timing.error)})
+            continue
+        result.rows.append({**base, "backend": backend, **_speedup_fields(baseline, timing)})
+        result.samples.append(results.sample_record(bench.name, backend, "backend",
+                                                    timing.samples_s, timing.first_call_s))
+    return result
+
+
+def _speedup_fields(baseline, timing) -> dict:
+    low, high = stats.speedup_ci(baseline.samples_s, timing.samples_s)
+    return {
+        "speedup": stats.speedup(baseline.samples_s, timing.samples_s),
+        "speedup_ci_low": low,
+        "speedup_ci_high": high,
+        "abs_latency": stats.median(timing.samples_s) * 1e3,
+        "baseline_latency": stats.median(baseline.samples_s) * 1e3,
+        "compilation_latency": timing.first_call_s,
+        "status": results.STATUS_PASS,
+    }
+
+
+def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult:
+    inputs = bench.example_inputs()
+    runners = _runners(config, bench.module)
+    baseline, backends = runners[0], runners[1:]
+    try:
+        placed = baseline.prepare(inputs)
+        reference = accuracy.to_cpu(baseline.step(placed))
+        again = accuracy.to_cpu(baseline.step(placed))
+    except Exception as err:  # noqa: BLE001 - reported as the model's rows
+        return failed(config, base, failure_status(err, "eager_fail_to_run"), err)
+    tolerance = settings.tolerance(xla=config.use_xla_baseline)
+    check = accuracy.compare(reference, again, tolerance, settings.cosine)
+    if not check.ok:
+        return failed(config, base, "eager_two_runs_differ",
+                      f"baseline disagrees with itself: max error {check.max_error:.3g}")
+    result = ModelResult()
+    for runner in backends:
+        xla = config.use_xla_baseline or placement.runs_on_xla(runner.name)
+        result.rows.append({**base, "backend": runner.name,
+                            **_accuracy_fields(runner, inputs, reference,
+                                               settings.tolerance(xla=xla), settings.cosine)})
+    return result
+
+
+def _accuracy_fields(runner, inputs, reference, tolerance, cosine) -> dict:
+    """Run the backend twice (first call and replay) and compare both."""
+    try:
+        placed = runner.prepare(inputs)
+        checks = [accuracy.compare(reference, accuracy.to_cpu(runner.step(placed)), tolerance, cosine)
+                  for _ in range(2)]
+    except Exception as err:  # noqa: BLE001 - reported as the row
+        status = failure_status(err, "fail_to_run")
+        return {"status": status, "accuracy": status, "error": first_line(err)}
+    worst = max(checks, key=lambda c: c.max_error)
+    verdict = "pass" if all(c.ok for c in checks) else "fail_accuracy"
+    return {"status": verdict, "accuracy": verdict, "max_error": worst.max_error,
+            "error": None if worst.ok else worst.reason}
+
+
+def _plain(value):
+    if isinstance(value, float):
+        return value
+    return str(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("job", help="JSON file: {'config': RunConfig JSON, 'model': name}")
+    parser.add_argument("result", help="where to write the records as JSON")
+    args = parser.parse_args(argv)
+    with open(args.job) as f:
+        job = json.load(f)
+    config = RunConfig.from_json(job["config"])
+    try:
+        result = run_model(config, job["model"])
+    except Exception:  # noqa: BLE001 - the parent turns this into rows
+        traceback.print_exc()
+        return 1
+    tmp = f"{args.result}.tmp"
+    with open(tmp, "w") as f:
+        f.write(result.to_json())
+    os.replace(tmp, args.result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
