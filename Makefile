@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 # The main job: the seed's experiment on the ten seed models.
 BENCH_ARGS ?= --performance --use-xla-baseline --randomize-input \
-	--backend=torchxla_trivial,torchxla_trace_once
+	--backend=torchxla_trivial,torchxla_trace_once --overwrite
 
 .PHONY: install bench test test-all bench-overhead clean
 

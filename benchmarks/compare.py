@@ -144,6 +144,7 @@ class _Side:
     abs_latency_ms: float
     speedup: float
     samples_s: tuple[float, ...]
+    error: str = ""
 
     @property
     def passed(self) -> bool:
@@ -204,12 +205,18 @@ def _load_run(csv_path: str | os.PathLike) -> dict[tuple[str, str], _Side]:
             abs_latency_ms=float(row["abs_latency"]) if _finite(row["abs_latency"]) else NAN,
             speedup=float(row["speedup"]) if _finite(row["speedup"]) else NAN,
             samples_s=samples.get(key, ()),
+            # Optional column (schema v1 files lack it): the first line of a failure.
+            error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
         )
     return run
 
 
 # --------------------------------------------------------------------------
 # Judging one pair
+
+
+def _shorten(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _settings_note(old: _Side, new: _Side) -> str:
@@ -287,7 +294,9 @@ def _row(
         return RowComparison(mark=NOT_COMPARABLE, note=_settings_note(old, new), **base)
     status_mark = _judge_status(old, new)
     if status_mark is not None:
-        return RowComparison(mark=status_mark, **base)
+        # What broke is the first question a reviewer has about a new failure.
+        note = _shorten(new.error) if not new.passed else ""
+        return RowComparison(mark=status_mark, note=note, **base)
     old_ms, new_ms, source_note = _latencies(old, new)
     change = new_ms / old_ms - 1 if _finite(old_ms) and _finite(new_ms) and old_ms > 0 else NAN
     p_value, test_note = _p_value(old, new, min_samples)
@@ -370,11 +379,16 @@ def _speedup_cell(old: float, new: float, arrow: str) -> str:
 HEADERS = ["name", "backend", "mark", "old ms", "new ms", "change", "p", "speedup old→new", "note"]
 
 
-def _table_rows(comparison: Comparison, arrow: str, emphasize: bool) -> list[list[str]]:
+def _md_escape(cell: str) -> str:
+    # A "|" in an error message would split the cell and shift the columns.
+    return cell.replace("|", "\\|")
+
+
+def _table_rows(comparison: Comparison, arrow: str, markdown: bool) -> list[list[str]]:
     body = []
     for row in comparison.rows:
-        mark = f"**{row.mark}**" if emphasize and row.mark in GATING_MARKS else row.mark
-        body.append([
+        mark = f"**{row.mark}**" if markdown and row.mark in GATING_MARKS else row.mark
+        cells = [
             row.name,
             row.backend,
             mark,
@@ -384,16 +398,17 @@ def _table_rows(comparison: Comparison, arrow: str, emphasize: bool) -> list[lis
             _p_cell(row.p_value),
             _speedup_cell(row.old_speedup, row.new_speedup, arrow),
             row.note.replace("->", arrow),
-        ])
+        ]
+        body.append([_md_escape(c) for c in cells] if markdown else cells)
     return body
 
 
-def _table(comparison: Comparison, tablefmt: str, arrow: str, emphasize: bool) -> str:
+def _table(comparison: Comparison, tablefmt: str, arrow: str, markdown: bool) -> str:
     headers = [h.replace("→", arrow) for h in HEADERS]
     align = ("left", "left", "left", "right", "right", "right", "right", "right", "left")
     # disable_numparse: cells are already formatted; keep them verbatim.
     return tabulate(
-        _table_rows(comparison, arrow, emphasize),
+        _table_rows(comparison, arrow, markdown),
         headers=headers,
         tablefmt=tablefmt,
         colalign=align,
@@ -437,7 +452,7 @@ def render_markdown(comparison: Comparison, title: str | None = None) -> str:
     title = title or f"Benchmark comparison: {comparison.old_label} → {comparison.new_label}"
     parts = [f"# {title}", "", f"**{_verdict(comparison)}**: {summary(comparison)}.", ""]
     if comparison.rows:
-        parts += [_table(comparison, "github", "→", emphasize=True), ""]
+        parts += [_table(comparison, "github", "→", markdown=True), ""]
     parts += [rule(comparison).replace(">=", "≥"), ""]
     return "\n".join(parts)
 
@@ -447,7 +462,7 @@ def render_console(comparison: Comparison) -> str:
     header = f"{comparison.old_label} -> {comparison.new_label}: {_verdict(comparison)}"
     parts = [header, summary(comparison), ""]
     if comparison.rows:
-        parts += [_table(comparison, "simple", "->", emphasize=False), ""]
+        parts += [_table(comparison, "simple", "->", markdown=False), ""]
     parts += [rule(comparison), ""]
     return "\n".join(parts)
 

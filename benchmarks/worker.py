@@ -94,8 +94,6 @@ def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
     if not baseline.ok:
         return failed(config, base, failure_status(baseline.error, "eager_fail_to_run"), baseline.error)
     result = ModelResult()
-    result.samples.append(results.sample_record(bench.name, config.baseline, "baseline",
-                                                baseline.samples_s, baseline.first_call_s))
     for backend, timing in timings.items():
         if not timing.ok:
             status = failure_status(timing.error, "fail_to_run")
@@ -103,8 +101,14 @@ def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
                                 "error": first_line(timing.error)})
             continue
         result.rows.append({**base, "backend": backend, **_speedup_fields(baseline, timing)})
-        result.samples.append(results.sample_record(bench.name, backend, "backend",
-                                                    timing.samples_s, timing.first_call_s))
+        # Each row gets its own pair of records: the baseline samples it was
+        # measured against (interleaved with it) and its own.
+        result.samples += [
+            results.sample_record(bench.name, backend, "baseline", baseline.samples_s,
+                                  baseline.first_call_s, baseline=config.baseline),
+            results.sample_record(bench.name, backend, "backend", timing.samples_s,
+                                  timing.first_call_s),
+        ]
     return result
 
 

@@ -39,7 +39,7 @@ def test_column_order_starts_with_dynamo_harness_columns():
     assert results.CSV_COLUMNS == [
         "dev", "name", "batch_size", "speedup", "abs_latency", "compilation_latency",
         "backend", "baseline", "baseline_latency", "speedup_ci_low", "speedup_ci_high",
-        "status", "schema_version",
+        "status", "schema_version", "error", "accuracy", "max_error",
     ]
     assert results.SCHEMA_VERSION == 1
 
@@ -79,7 +79,7 @@ def test_header_written_into_existing_empty_file(tmp_path):
 def test_missing_keys_are_empty_cells(tmp_path):
     path = tmp_path / "run.csv"
     results.append_rows(path, [dict(dev="cpu", name="m", backend="b", status="fail_to_run")])
-    assert path.read_text().splitlines()[1] == "cpu,m,,,,,b,,,,,fail_to_run,1"
+    assert path.read_text().splitlines()[1] == "cpu,m,,,,,b,,,,,fail_to_run,1,,,"
     row = results.read_rows(path).iloc[0]
     assert math.isnan(row["speedup"]) and pd.isna(row["batch_size"]) and pd.isna(row["baseline"])
 
@@ -150,7 +150,8 @@ def test_reader_accepts_file_without_newer_optional_column(tmp_path, monkeypatch
 
 def test_reader_keeps_columns_it_does_not_know(tmp_path):
     path = tmp_path / "run.csv"
-    values = ",".join(["cpu", "m", "8", "1.5", "", "", "b", "xla", "", "", "", "pass", "2", "7"])
+    values = ",".join(["cpu", "m", "8", "1.5", "", "", "b", "xla", "", "", "", "pass", "2"]
+                      + [""] * (len(results.CSV_COLUMNS) - 13) + ["7"])
     path.write_text(HEADER + ",from_the_future\n" + values + "\n")
     df = results.read_rows(path)
     assert list(df.columns) == results.CSV_COLUMNS + ["from_the_future"]

@@ -7,7 +7,8 @@ tensors this backend
 1. traces the graph once on *shadows* of the inputs (new XLA tensors over the
    same device buffers), so the caller's tensors are never touched;
 2. classifies what the trace produced: outputs computed by the graph, outputs
-   that are inputs or constants, inputs updated in place (``_Plan``);
+   that are inputs, copies of inputs or constants, inputs updated in place
+   (``_Plan``);
 3. finds where each HLO parameter comes from (a call argument, the RNG seed,
    a constant captured by the trace), hashes the graph and compiles it
    without running it;
@@ -44,9 +45,10 @@ def torchxla_trace_once(gm, example_inputs):
 class TraceOnce:
     """What dynamo calls in place of one FX graph.
 
-    One replayable graph is kept per value of the non-tensor arguments
-    (symbolic sizes specialise the XLA graph); a graph without such arguments
-    has exactly one, looked up without building a key.
+    One runner (``Replay``, or ``Lazy`` for a graph that cannot be replayed)
+    is kept per value of the non-tensor arguments (symbolic sizes specialise
+    the XLA graph); a graph without such arguments has exactly one, called
+    without building a key.
     """
 
     def __init__(self, gm: torch.fx.GraphModule):
@@ -56,46 +58,63 @@ class TraceOnce:
         self._only = None
 
     def __call__(self, *args):
-        if self._only is not None:
-            return self._only(args)
+        only = self._only
+        if only is not None:
+            return only(args)
+        return self._dispatch(args)
+
+    def _dispatch(self, args):
         if self._scalars is None:
             self._scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, torch.Tensor))
         key = tuple(args[i] for i in self._scalars)
-        graph = self._graphs.get(key)
-        if graph is None:
-            graph = self._graphs[key] = _HostAware(self.gm, args)
+        runner = self._graphs.get(key)
+        if runner is None:
+            runner = self._graphs[key] = _runner(self.gm, args)
             if not self._scalars:
-                self._only = graph
-        return graph(args)
+                self._only = runner
+        return runner(args)
+
+    @property
+    def runners(self) -> list:
+        """The runners built so far: ``Replay``, ``Lazy`` or ``OnHost``."""
+        return list(self._graphs.values())
 
 
-class _HostAware:
-    """Runs one graph on the XLA device whatever device the arguments are on."""
+def _runner(gm, args):
+    host = host_positions(args)
+    if host:
+        return OnHost(gm, host)
+    return _build(gm, args)
 
-    def __init__(self, gm, args):
-        self.host = host_positions(args)
-        self.graph = None
+
+class OnHost:
+    """A graph called with host (non-XLA) tensors: runs on the XLA device on
+    copies of them, copies their in-place updates back, returns host results."""
+
+    def __init__(self, gm, host):
         self.gm = gm
+        self.host = host
+        self.runner = None  # Replay or Lazy, built on the first call's XLA copies
 
     def __call__(self, args):
-        if self.host:
-            return run_on_xla(self._run, args, self.host)
-        return self._run(args)
+        return run_on_xla(self._run, args, self.host)
 
-    def _run(self, args):
-        if self.graph is None:
-            self.graph = _build(self.gm, args)
-        return self.graph(args)
+    def _run(self, xla_args):
+        if self.runner is None:
+            self.runner = _build(self.gm, xla_args)
+        return self.runner(xla_args)
 
 
 def _build(gm, args):
     """Trace ``gm`` on ``args`` (all XLA-resident) and return a replayer, or a
-    lazy runner if the trace fell back to the CPU."""
+    lazy runner if the trace cannot be replayed."""
     import torch_xla
 
+    X = torch_xla._XLAC
     # Start from plain device data: pending work of the caller's would
-    # otherwise be traced into our graph.
+    # otherwise be traced into our graph. Wait for it before reading handles.
     torch_xla.sync()
+    X._xla_wait_device_ops([])
     fallbacks = _FallbackCounter()
     trace = _Trace.run(gm, args)
     fell_back = fallbacks.new_ops()
@@ -103,19 +122,25 @@ def _build(gm, args):
         warnings.warn(
             f"torchxla_trace_once: graph runs ops with no XLA lowering ({', '.join(fell_back)}); "
             "it is re-traced on every call instead of replayed",
-            stacklevel=2,
+            stacklevel=3,
         )
-        return _Lazy(gm, fell_back)
-    return Replay(trace.plan())
+        return Lazy(gm, fell_back)
+    off_device = trace.off_device_outputs()
+    if off_device:
+        # A host tensor computed by the graph (``x.cpu()``) is produced
+        # during the trace, not by the executable: replaying would freeze it.
+        return Lazy(gm, [], reason=f"returns {off_device} tensor(s) off the XLA device")
+    return Replay(trace.plan(), gm)
 
 
-class _Lazy:
-    """A graph that cannot be replayed, run lazily; keeps the ops that
-    prevented replaying it."""
+class Lazy:
+    """A graph that cannot be replayed, run lazily on every call; keeps the
+    ops (or the reason) that prevented replaying it."""
 
-    def __init__(self, gm, fallback_ops):
+    def __init__(self, gm, fallback_ops, reason: str = ""):
         self.gm = gm
         self.fallback_ops = fallback_ops
+        self.reason = reason or f"ops with no XLA lowering: {', '.join(fallback_ops)}"
 
     def __call__(self, args):
         return self.gm(*args)
@@ -138,8 +163,14 @@ class _FallbackCounter:
         return sorted(n for n, v in after.items() if v > self.before.get(n, 0))
 
 
-# Where a value comes from on each call.
-_ARG, _RESULT, _CONST = "arg", "result", "const"
+# Where a value comes from on each call:
+_RESULT = "result"  # payload: index into the executable's results
+_ARG = "arg"  # the caller's argument itself (the graph returned its input)
+_ALIAS = "alias"  # a new tensor aliasing an argument (``x.detach()``)
+_COPY = "copy"  # the argument's value before the call (``x.clone()``, ``buf.copy_(x)``)
+_CONST = "const"  # a constant: a Python value, or a tensor cloned each call
+_SAME = "same"  # the same object as an earlier output leaf (payload: its index)
+_FRESH = "fresh"  # a new tensor holding an earlier output leaf's value (its index)
 
 
 @dataclass
@@ -160,51 +191,61 @@ class _Plan:
 class _Trace:
     """One lazy trace of the graph on shadows of its arguments."""
 
-    def __init__(self, args, shadows, out):
+    def __init__(self, args, shadows, arg_handles, out):
         self.args = args
         self.shadows = shadows
+        self.arg_handles = arg_handles  # arg index -> handle of the data its shadow started from
         self.out = out
 
     @classmethod
     def run(cls, gm, args):
-        shadows = [_shadow(a) if isinstance(a, torch.Tensor) else a for a in args]
-        return cls(args, shadows, gm(*shadows))
+        import torch_xla
 
-    def updated_in_place(self, X, arg_handles) -> list[int]:
+        X = torch_xla._XLAC
+        pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        handles = X._get_tensors_handle([args[i] for i in pos])
+        shadows = list(args)
+        arg_handles = {}
+        for i, h in zip(pos, handles):
+            if h in arg_handles.values():
+                # Two arguments over one buffer (after ``b.copy_(a)``) would
+                # become one HLO parameter, tying them forever: trace this one
+                # on a private copy of its data.
+                shadows[i] = _shadow(_own_copy(args[i]))
+                h = X._get_tensors_handle([shadows[i]])[0]
+            else:
+                shadows[i] = _shadow(args[i])
+            arg_handles[i] = h
+        return cls(args, shadows, arg_handles, gm(*shadows))
+
+    def off_device_outputs(self) -> int:
+        leaves = pytree.tree_leaves(self.out)
+        return sum(1 for t in leaves if isinstance(t, torch.Tensor) and t.device.type != "xla")
+
+    def updated_in_place(self, X) -> list[int]:
         """Arguments the graph updated in place: their shadow now holds IR,
         or the data of another tensor (``copy_`` from an input)."""
-        pos = [i for i, s in enumerate(self.shadows) if isinstance(s, torch.Tensor)]
+        pos = list(self.arg_handles)
         shadows = [self.shadows[i] for i in pos]
         pending = X._check_tensor_need_materialization(shadows)
         updated = [i for i, p in zip(pos, pending) if p]
         data = [i for i, p in zip(pos, pending) if not p]
         handles = X._get_tensors_handle([self.shadows[i] for i in data])
-        updated += [i for i, h in zip(data, handles) if h != arg_handles[i]]
+        updated += [i for i, h in zip(data, handles) if h != self.arg_handles[i]]
         return sorted(updated)
 
     def plan(self) -> _Plan:
         import torch_xla
 
         X = torch_xla._XLAC
-        arg_of_shadow = {id(s): i for i, s in enumerate(self.shadows) if isinstance(s, torch.Tensor)}
-        tensor_args = [(i, a) for i, a in enumerate(self.args) if isinstance(a, torch.Tensor)]
-        arg_handles = dict(zip((i for i, _ in tensor_args),
-                               X._get_tensors_handle([a for _, a in tensor_args])))
-        arg_of_handle = {}
-        for i, h in arg_handles.items():
-            arg_of_handle.setdefault(h, i)
+        arg_of_shadow = {id(self.shadows[i]): i for i in self.arg_handles}
+        arg_of_handle = {h: i for i, h in self.arg_handles.items()}
 
         results: list[torch.Tensor] = []
         result_of_uid: dict[str, int] = {}
-        consts: list[torch.Tensor] = []
-
-        def source(t):
-            """Where output ``t`` of the trace comes from on each call."""
-            if id(t) in arg_of_shadow:
-                return (_ARG, arg_of_shadow[id(t)])
-            return value_source(t)
 
         def value_source(t):
+            """Where the value of trace tensor ``t`` comes from on each call."""
             if X._check_tensor_need_materialization([t])[0]:
                 # XLA returns identical outputs once: dedupe as it does.
                 uid = tensor_uid(t)
@@ -212,19 +253,52 @@ class _Trace:
                     result_of_uid[uid] = len(results)
                     results.append(t)
                 return (_RESULT, result_of_uid[uid])
-            # Plain device data: never returned by XLA, so map it back to
-            # the argument that holds it, or keep it as a constant.
+            # Plain device data: never returned by XLA. It is an argument's
+            # value before the call, or a constant.
             handle = X._get_tensors_handle([t])[0]
             if handle in arg_of_handle:
-                return (_ARG, arg_of_handle[handle])
+                i = arg_of_handle[handle]
+                if torch._C._is_alias_of(t, self.shadows[i]):
+                    return (_ALIAS, i)
+                return (_COPY, i)
             return (_CONST, t)
 
         leaves, spec = pytree.tree_flatten(self.out)
-        outputs = [source(t) if isinstance(t, torch.Tensor) else (_CONST, t) for t in leaves]
-        copy_backs = [(i, value_source(self.shadows[i]))
-                      for i in self.updated_in_place(X, arg_handles)]
-        device = str(self.args[tensor_args[0][0]].device) if tensor_args else str(torch_xla.device())
+        outputs = []
+        first_of_object: dict[int, int] = {}
+        seen_sources = set()
+        for n, t in enumerate(leaves):
+            if not isinstance(t, torch.Tensor):
+                outputs.append((_CONST, t))
+                continue
+            if id(t) in first_of_object:  # ``return y, y``: the same object twice
+                outputs.append((_SAME, first_of_object[id(t)]))
+                continue
+            first_of_object[id(t)] = n
+            if id(t) in arg_of_shadow:
+                src = (_ARG, arg_of_shadow[id(t)])
+            else:
+                src = value_source(t)
+            key = src if src[0] != _CONST else (_CONST, id(src[1]))
+            if src[0] in (_RESULT, _COPY) and key in seen_sources:
+                # Two distinct tensors with one value (``return x.clone(), x.clone()``):
+                # eager gives two objects, so a caller's edit of one never shows in the other.
+                src = (_FRESH, n)
+                for m in range(n):
+                    if outputs[m][0] not in (_SAME, _FRESH) and outputs[m] == src_key_of(outputs[m], key):
+                        src = (_FRESH, m)
+                        break
+            seen_sources.add(key)
+            outputs.append(src)
+        copy_backs = [(i, value_source(self.shadows[i])) for i in self.updated_in_place(X)]
+        device = str(self.shadows[next(iter(self.arg_handles))].device) if self.arg_handles \
+            else str(torch_xla.device())
         return _compile(results, device, arg_of_handle, outputs, spec, copy_backs, len(self.args))
+
+
+def src_key_of(output, key):
+    """``output`` if it is the source ``key`` names (for ``_FRESH`` lookups)."""
+    return output if output == key else None
 
 
 def _shadow(t: torch.Tensor) -> torch.Tensor:
@@ -233,6 +307,11 @@ def _shadow(t: torch.Tensor) -> torch.Tensor:
     import torch_xla
 
     return torch_xla._XLAC._get_tensors_xla_device_data_node([t])[1][0]
+
+
+def _own_copy(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s value in a new device buffer of its own."""
+    return t.cpu().to(t.device)
 
 
 def _compile(results, device, arg_of_handle, outputs, spec, copy_backs, n_args) -> _Plan:
@@ -260,74 +339,3 @@ def _compile(results, device, arg_of_handle, outputs, spec, copy_backs, n_args) 
         graph_hash = b""
     return _Plan(graph_hash, device, gather, tuple(consts), uses_seed, len(results),
                  outputs, spec, copy_backs)
-
-
-class Replay:
-    """Feeds each call's arguments to the compiled executable by hash."""
-
-    def __init__(self, plan: _Plan):
-        import torch_xla
-
-        self._X = torch_xla._XLAC
-        self.plan = plan
-        n = len(plan.gather)
-        if n == 1:
-            only = plan.gather[0]
-            self._gather = lambda full: (full[only],)
-        else:
-            self._gather = operator.itemgetter(*plan.gather) if n else (lambda full: ())
-        self._consts = plan.consts
-        # The common case: the outputs are exactly the results, in order.
-        self._direct = (
-            plan.outputs == [(_RESULT, i) for i in range(plan.n_results)] and not plan.copy_backs
-        )
-
-    @property
-    def fallback_ops(self) -> list:
-        return []
-
-    def __call__(self, args):
-        plan = self.plan
-        full = args + self._consts
-        if plan.uses_seed:
-            full = full + (self._next_seed(),)
-        results = self._execute(self._gather(full)) if plan.n_results else []
-        if self._direct:
-            return pytree.tree_unflatten(results, plan.out_spec)
-        if plan.copy_backs:
-            with torch.no_grad():
-                for i, (kind, payload) in plan.copy_backs:
-                    args[i].copy_(_value(kind, payload, args, results))
-        leaves = [_value(kind, payload, args, results) for kind, payload in plan.outputs]
-        return pytree.tree_unflatten(leaves, plan.out_spec)
-
-    def _execute(self, inputs):
-        try:
-            return self._X._run_cached_graph(self.plan.graph_hash, inputs)
-        except RuntimeError as err:
-            if "pending ir" not in str(err):
-                raise
-        # Some input still carries lazy work from before the call: compute it
-        # (only that work, not the caller's other pending tensors) and retry.
-        # Checking up front would cost every call; failing is cheap and rare.
-        pending = [t for t, p in zip(inputs, self._X._check_tensor_need_materialization(inputs)) if p]
-        self._X._xla_sync_multi(pending, devices=[], wait=True, sync_xla_data=True)
-        return self._X._run_cached_graph(self.plan.graph_hash, inputs)
-
-    def _next_seed(self) -> torch.Tensor:
-        device = self.plan.device
-        seed = self._X._xla_get_rng_seed(device)
-        self._X._xla_set_rng_seed((_SEED_ADD + seed * _SEED_MUL) % (1 << 64), device)
-        return self._X._get_base_seed_as_tensor(device)
-
-
-def _value(kind, payload, args, results):
-    if kind == _RESULT:
-        return results[payload]
-    if kind == _ARG:
-        return args[payload]
-    if isinstance(payload, torch.Tensor):
-        # A fresh tensor each call: a caller editing it must not change the
-        # next call's result.
-        return payload.clone()
-    return payload
