@@ -104,7 +104,11 @@ def _run(args: argparse.Namespace) -> int:
     except settings_mod.ConfigError as err:
         raise UsageError(str(err)) from None
     if args.list_models:
-        print(_model_listing(suite.list_models(args.suite), settings, args))
+        try:
+            names = suite.list_models(args.suite)
+        except ValueError as err:  # e.g. --suite torchbench without the package
+            raise UsageError(str(err)) from None
+        print(_model_listing(names, settings, args))
         return 0
     config = make_config(args)
     from . import orchestrate

@@ -30,6 +30,10 @@ LOG_TAIL_LINES = 40
 def run(config: RunConfig) -> Path:
     """Benchmark every model of ``config``; returns the CSV's path."""
     csv_path = config.csv_path
+    # Start both files now, so that a shard with no models (more partitions
+    # than models) still leaves a valid, empty CSV to merge and report.
+    results.append_samples(results.samples_path(csv_path), [])
+    results.append_rows(csv_path, [])
     todo = pending_work(config)
     with tqdm(todo, unit="model", desc=f"{config.mode} {config.phase}", file=sys.stderr,
               dynamic_ncols=True) as progress:

@@ -1,4 +1,4 @@
-"""Where each runner runs: host or XLA device, and what ends a timed step.
+"""Where each runner runs: host or XLA device, and what one timed step is.
 
 ``baseline_runner`` and ``backend_runner`` turn a loaded model into
 ``measure.Runner``s:
@@ -13,7 +13,9 @@
 * any other registered dynamo backend (``inductor``, ``eager``...) compiles
   the host module: the table then shows what a user would pick instead.
 
-Every runner gets its own copy of the module, so no runner sees another's
+A step is an inference call under ``torch.no_grad``, or with ``training`` a
+training step: forward, a scalar loss, backward and an SGD step. Every runner
+gets its own copy of the module (and optimizer), so no runner sees another's
 parameter or buffer updates.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import copy
 
 import torch
+from torch.utils import _pytree as pytree
 
 from .measure import Runner
 
@@ -28,61 +31,78 @@ from .measure import Runner
 XLA_BACKENDS = frozenset(
     {"torchxla_trivial", "torchxla_trace_once", "aot_torchxla_trace_once", "openxla", "openxla_eval"}
 )
+LEARNING_RATE = 0.01
 
 
 def runs_on_xla(backend: str) -> bool:
     return backend in XLA_BACKENDS
 
 
-def baseline_name(use_xla: bool) -> str:
-    return "xla" if use_xla else "eager"
+def baseline_runner(module: torch.nn.Module, use_xla: bool, training: bool = False) -> Runner:
+    name = "xla" if use_xla else "eager"
+    return _runner(name, module, use_xla, None, training)
 
 
-def baseline_runner(module: torch.nn.Module, use_xla: bool) -> Runner:
-    name = baseline_name(use_xla)
-    if use_xla:
-        return _xla_runner(name, module, compile_with=None)
-    return _host_runner(name, module, compile_with=None)
+def backend_runner(module: torch.nn.Module, backend: str, training: bool = False) -> Runner:
+    return _runner(backend, module, runs_on_xla(backend), backend, training)
 
 
-def backend_runner(module: torch.nn.Module, backend: str) -> Runner:
-    if runs_on_xla(backend):
-        return _xla_runner(backend, module, compile_with=backend)
-    return _host_runner(backend, module, compile_with=backend)
-
-
-def _host_runner(name, module, compile_with) -> Runner:
-    model = copy.deepcopy(module)
+def _runner(name, module, on_xla, compile_with, training) -> Runner:
+    device = _xla_device() if on_xla else torch.device("cpu")
+    model = copy.deepcopy(module).to(device).train(training)
     fn = torch.compile(model, backend=compile_with) if compile_with else model
+    step = _training_step(fn, model) if training else _inference_step(fn)
+    if not on_xla:
+        return Runner(name, step)
 
+    def prepare(inputs):
+        placed = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
+        sync_device()  # the transfer is not part of the step
+        return placed
+
+    def xla_step(inputs):
+        # ``out`` stays referenced until the sync: an unreferenced lazy
+        # result would never be computed.
+        out = step(inputs)
+        sync_device()
+        return out
+
+    return Runner(name, xla_step, prepare)
+
+
+def _inference_step(fn):
     def step(inputs):
         with torch.no_grad():
             return fn(*inputs)
 
-    return Runner(name, step)
+    return step
 
 
-def _xla_runner(name, module, compile_with) -> Runner:
-    import torch_xla
-
-    device = torch_xla.device()
-    model = copy.deepcopy(module).to(device)
-    fn = torch.compile(model, backend=compile_with) if compile_with else model
-
-    def prepare(inputs):
-        placed = tuple(t.to(device) for t in inputs)
-        sync_device()  # the transfer is not part of the step
-        return placed
+def _training_step(fn, model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
 
     def step(inputs):
-        with torch.no_grad():
-            out = fn(*inputs)
-        # ``out`` stays referenced until the sync: an unreferenced lazy
-        # result would never be computed.
-        sync_device()
-        return out
+        optimizer.zero_grad(set_to_none=True)
+        loss = scalar_loss(fn(*inputs))
+        loss.backward()
+        optimizer.step()
+        return loss
 
-    return Runner(name, step, prepare)
+    return step
+
+
+def scalar_loss(out) -> torch.Tensor:
+    """A loss from any model output: the sum of the means of its float tensors
+    (what TorchBench's ``reduce_to_scalar_loss`` does)."""
+    leaves = [t for t in pytree.tree_leaves(out)
+              if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    return sum(t.mean() for t in leaves)
+
+
+def _xla_device() -> torch.device:
+    import torch_xla
+
+    return torch_xla.device()
 
 
 def sync_device() -> None:

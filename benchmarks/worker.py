@@ -13,6 +13,7 @@ error, never an exception out of ``run_model``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -70,16 +71,26 @@ def first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}".strip().rstrip(":")
 
 
+# Out-of-memory errors that arrive as a plain RuntimeError: XLA's, and the
+# host allocator's ("DefaultCPUAllocator: can't allocate memory").
+_OOM_MESSAGES = ("RESOURCE_EXHAUSTED", "can't allocate memory", "not enough memory")
+
+
 def failure_status(err: BaseException, default: str) -> str:
-    if isinstance(err, (torch.OutOfMemoryError, MemoryError)) or "RESOURCE_EXHAUSTED" in str(err):
+    if isinstance(err, (torch.OutOfMemoryError, MemoryError)) or any(m in str(err) for m in _OOM_MESSAGES):
         return "OOM"
     return default
 
 
+# The baseline's key among the runners: its own name ("eager") may also be
+# the name of a measured backend (``--backend eager``).
+BASELINE_KEY = "<baseline>"
+
+
 def _runners(config: RunConfig, module):
-    return [placement.baseline_runner(module, config.use_xla_baseline)] + [
-        placement.backend_runner(module, b) for b in config.backends
-    ]
+    baseline = placement.baseline_runner(module, config.use_xla_baseline)
+    baseline = dataclasses.replace(baseline, name=BASELINE_KEY)
+    return [baseline] + [placement.backend_runner(module, b) for b in config.backends]
 
 
 def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
@@ -90,7 +101,7 @@ def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
 
     timings = measure(_runners(config, bench.module), draw, warmup=config.warmup,
                       repeat=config.repeat, randomize=config.randomize_input)
-    baseline = timings.pop(config.baseline)
+    baseline = timings.pop(BASELINE_KEY)
     if not baseline.ok:
         return failed(config, base, failure_status(baseline.error, "eager_fail_to_run"), baseline.error)
     result = ModelResult()

@@ -6,6 +6,8 @@ Importing this package registers, by name:
   every call, so XLA re-traces it each time.
 * ``torchxla_trace_once``: traces the graph once, compiles it, and replays the
   compiled executable by hash on every later call.
+* ``aot_torchxla_trace_once``: the same through AOT autograd, for training:
+  forward and backward graphs, each traced once and replayed.
 
 The same names are also published through the ``torch_dynamo_backends`` entry
 point, so ``torch.compile(model, backend="torchxla_trace_once")`` works in a
@@ -16,15 +18,18 @@ from importlib.metadata import EntryPoint
 
 from torch._dynamo.backends import registry as _registry
 
+from .aot import aot_torchxla_trace_once
 from .trace_once import torchxla_trace_once
 from .trivial import torchxla_trivial
 
 BACKENDS = {
     "torchxla_trivial": torchxla_trivial,
     "torchxla_trace_once": torchxla_trace_once,
+    "aot_torchxla_trace_once": aot_torchxla_trace_once,
 }
 
-__all__ = ["BACKENDS", "register", "torchxla_trace_once", "torchxla_trivial"]
+__all__ = ["BACKENDS", "aot_torchxla_trace_once", "register", "torchxla_trace_once",
+           "torchxla_trivial"]
 
 
 def register() -> None:

@@ -34,15 +34,11 @@ def to_xla(args, positions, device) -> tuple:
     return tuple(moved)
 
 
-def to_host(tree, device: torch.device):
-    """``tree`` with every XLA tensor leaf copied to ``device``."""
-    return pytree.tree_map_only(torch.Tensor, lambda t: t.to(device) if is_xla(t) else t, tree)
-
-
 def copy_back(host_args, xla_args, positions) -> None:
     """Copy the XLA copies at ``positions`` into the caller's host tensors."""
-    for i in positions:
-        host_args[i].copy_(xla_args[i].cpu())
+    with torch.no_grad():
+        for i in positions:
+            host_args[i].copy_(xla_args[i].cpu())
 
 
 def tensor_uid(tensor: torch.Tensor) -> str:
@@ -59,11 +55,28 @@ def tensor_uid(tensor: torch.Tensor) -> str:
 def run_on_xla(fn, args, positions):
     """Call ``fn`` on ``args`` with the host tensors at ``positions`` moved to
     the XLA device; copy their in-place updates back and return the results
-    on the host."""
+    on the host. An output that is a moved argument itself (the graph returned
+    its input) comes back as the caller's tensor, as in eager."""
+    import torch_xla
+
     host = args[positions[0]].device
     xla_args = to_xla(args, positions, xla_device())
     before = [tensor_uid(xla_args[i]) for i in positions]
     out = fn(xla_args)
     changed = [i for i, uid in zip(positions, before) if tensor_uid(xla_args[i]) != uid]
+    # Compute everything that goes back to the host in one graph, rather than
+    # one execution per tensor transferred.
+    leaves = [t for t in pytree.tree_leaves(out) if is_xla(t)]
+    leaves += [xla_args[i] for i in changed]
+    pending = [t for t, p in zip(leaves, torch_xla._XLAC._check_tensor_need_materialization(leaves)) if p]
+    if pending:
+        torch_xla._XLAC._xla_sync_multi(pending, devices=[], wait=False, sync_xla_data=True)
     copy_back(args, xla_args, changed)
-    return to_host(out, host)
+    caller_of = {id(xla_args[i]): args[i] for i in positions}
+
+    def back(t):
+        if id(t) in caller_of:
+            return caller_of[id(t)]
+        return t.to(host) if is_xla(t) else t
+
+    return pytree.tree_map_only(torch.Tensor, back, out)

@@ -206,8 +206,9 @@ class _Trace:
         handles = X._get_tensors_handle([args[i] for i in pos])
         shadows = list(args)
         arg_handles = {}
+        taken = set()
         for i, h in zip(pos, handles):
-            if h in arg_handles.values():
+            if h in taken:
                 # Two arguments over one buffer (after ``b.copy_(a)``) would
                 # become one HLO parameter, tying them forever: trace this one
                 # on a private copy of its data.
@@ -216,6 +217,7 @@ class _Trace:
             else:
                 shadows[i] = _shadow(args[i])
             arg_handles[i] = h
+            taken.add(h)
         return cls(args, shadows, arg_handles, gm(*shadows))
 
     def off_device_outputs(self) -> int:
@@ -266,39 +268,27 @@ class _Trace:
         leaves, spec = pytree.tree_flatten(self.out)
         outputs = []
         first_of_object: dict[int, int] = {}
-        seen_sources = set()
+        first_of_source: dict[tuple, int] = {}
         for n, t in enumerate(leaves):
             if not isinstance(t, torch.Tensor):
                 outputs.append((_CONST, t))
-                continue
-            if id(t) in first_of_object:  # ``return y, y``: the same object twice
+            elif id(t) in first_of_object:  # ``return y, y``: one object twice
                 outputs.append((_SAME, first_of_object[id(t)]))
-                continue
-            first_of_object[id(t)] = n
-            if id(t) in arg_of_shadow:
-                src = (_ARG, arg_of_shadow[id(t)])
             else:
-                src = value_source(t)
-            key = src if src[0] != _CONST else (_CONST, id(src[1]))
-            if src[0] in (_RESULT, _COPY) and key in seen_sources:
-                # Two distinct tensors with one value (``return x.clone(), x.clone()``):
-                # eager gives two objects, so a caller's edit of one never shows in the other.
-                src = (_FRESH, n)
-                for m in range(n):
-                    if outputs[m][0] not in (_SAME, _FRESH) and outputs[m] == src_key_of(outputs[m], key):
-                        src = (_FRESH, m)
-                        break
-            seen_sources.add(key)
-            outputs.append(src)
+                first_of_object[id(t)] = n
+                src = (_ARG, arg_of_shadow[id(t)]) if id(t) in arg_of_shadow else value_source(t)
+                if src[0] in (_RESULT, _COPY) and src in first_of_source:
+                    # Distinct tensors with one value (``return x.clone(), x.clone()``,
+                    # which XLA computes once): eager gives distinct objects, so a
+                    # caller's edit of one must not show in the other.
+                    src = (_FRESH, first_of_source[src])
+                elif src[0] in (_RESULT, _COPY):
+                    first_of_source[src] = n
+                outputs.append(src)
         copy_backs = [(i, value_source(self.shadows[i])) for i in self.updated_in_place(X)]
         device = str(self.shadows[next(iter(self.arg_handles))].device) if self.arg_handles \
             else str(torch_xla.device())
         return _compile(results, device, arg_of_handle, outputs, spec, copy_backs, len(self.args))
-
-
-def src_key_of(output, key):
-    """``output`` if it is the source ``key`` names (for ``_FRESH`` lookups)."""
-    return output if output == key else None
 
 
 def _shadow(t: torch.Tensor) -> torch.Tensor:
@@ -339,3 +329,145 @@ def _compile(results, device, arg_of_handle, outputs, spec, copy_backs, n_args) 
         graph_hash = b""
     return _Plan(graph_hash, device, gather, tuple(consts), uses_seed, len(results),
                  outputs, spec, copy_backs)
+
+
+class Replay:
+    """Feeds each call's arguments to the compiled executable by hash."""
+
+    fallback_ops: list = []
+
+    def __init__(self, plan: _Plan, gm=None):
+        import torch_xla
+
+        self._X = torch_xla._XLAC
+        self._run = self._X._run_cached_graph
+        self.gm = gm  # to re-trace if the executable is evicted from XLA's cache
+        self._install(plan)
+
+    def _install(self, plan: _Plan) -> None:
+        self.plan = plan
+        n = len(plan.gather)
+        if n == 1:
+            only = plan.gather[0]
+            self._gather = lambda full: (full[only],)
+        else:
+            self._gather = operator.itemgetter(*plan.gather) if n else (lambda full: ())
+        self._hash = plan.graph_hash
+        self._consts = plan.consts
+        self._seeded = plan.uses_seed
+        self._device = plan.device
+        self._extra = bool(plan.consts) or plan.uses_seed
+        self._runs = plan.n_results > 0
+        # The common case: the outputs are exactly the results, in order,
+        # usually as a flat tuple (what dynamo's graphs return).
+        direct = (
+            plan.outputs == [(_RESULT, i) for i in range(plan.n_results)] and not plan.copy_backs
+        )
+        spec = plan.out_spec
+        flat_tuple = spec.type is tuple and all(c.is_leaf() for c in spec.children_specs)
+        self._flat_tuple = flat_tuple
+        self._tuple_out = direct and flat_tuple
+        self._direct = direct
+        sources = plan.outputs + [src for _, src in plan.copy_backs]
+        self._pre = sorted({payload for kind, payload in sources if kind == _COPY})
+
+    def graph_inputs(self, args) -> tuple:
+        """The inputs one call with ``args`` feeds ``_run_cached_graph``
+        (advances the RNG seed if the graph uses it)."""
+        full = args + self._consts
+        if self._seeded:
+            full += (self._next_seed(),)
+        return self._gather(full)
+
+    def __call__(self, args):
+        if self._extra:
+            full = args + self._consts
+            if self._seeded:
+                full += (self._next_seed(),)
+        else:
+            full = args
+        if self._runs:
+            inputs = self._gather(full)
+            try:
+                results = self._run(self._hash, inputs)
+            except RuntimeError as err:
+                return self._retry(err, args, inputs)
+        else:
+            results = ()
+        if self._tuple_out:
+            return tuple(results)
+        return self._outputs(args, results)
+
+    def _retry(self, err, args, inputs):
+        X = self._X
+        msg = str(err)
+        if "pending ir" in msg:
+            # Some input still carries lazy work from before the call:
+            # compute it (only that work, not the caller's other pending
+            # tensors) and retry. Checking up front would cost every call;
+            # failing is cheap and rare.
+            inputs = list(inputs)
+            pending = [t for t, p in zip(inputs, X._check_tensor_need_materialization(inputs)) if p]
+            X._xla_sync_multi(pending, devices=[], wait=True, sync_xla_data=True)
+            return self._outputs(args, self._run(self._hash, inputs))
+        if "Failed to get computation by hash" in msg and self.gm is not None:
+            # XLA's cache (XLA_COMPILATION_CACHE_SIZE entries) dropped our
+            # executable: trace and compile again, then run.
+            self._retrace(args)
+            return self(args)
+        raise err
+
+    def _retrace(self, args) -> None:
+        X = self._X
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        pending = [t for t, p in zip(tensors, X._check_tensor_need_materialization(tensors)) if p]
+        if pending:
+            X._xla_sync_multi(pending, devices=[], wait=True, sync_xla_data=True)
+        X._xla_wait_device_ops([])
+        self._install(_Trace.run(self.gm, args).plan())
+
+    def _outputs(self, args, results):
+        plan = self.plan
+        if self._direct:
+            if self._tuple_out:
+                return tuple(results)
+            return pytree.tree_unflatten(list(results), plan.out_spec)
+        # Values of arguments before the call, read before any copy-back.
+        pre = {j: args[j].clone() for j in self._pre}
+        if plan.copy_backs:
+            values = [_value(kind, p, args, results, pre, None) for _, (kind, p) in plan.copy_backs]
+            with torch.no_grad():
+                for (i, _), value in zip(plan.copy_backs, values):
+                    args[i].copy_(value)
+        leaves: list = []
+        for kind, payload in plan.outputs:
+            leaves.append(_value(kind, payload, args, results, pre, leaves))
+        if self._flat_tuple:
+            return tuple(leaves)
+        return pytree.tree_unflatten(leaves, plan.out_spec)
+
+    def _next_seed(self) -> torch.Tensor:
+        X, device = self._X, self._device
+        seed = X._xla_get_rng_seed(device)
+        X._xla_set_rng_seed((_SEED_ADD + seed * _SEED_MUL) % (1 << 64), device)
+        return X._get_base_seed_as_tensor(device)
+
+
+def _value(kind, payload, args, results, pre, leaves):
+    if kind == _RESULT:
+        return results[payload]
+    if kind == _ARG:
+        return args[payload]
+    if kind == _COPY:
+        return pre[payload]
+    if kind == _ALIAS:
+        return args[payload].detach()
+    if kind == _SAME:
+        return leaves[payload]
+    if kind == _FRESH:
+        return leaves[payload].clone()
+    if isinstance(payload, torch.Tensor):
+        # A fresh tensor each call: a caller editing it must not change the
+        # next call's result.
+        return payload.clone()
+    return payload

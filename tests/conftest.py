@@ -1,0 +1,165 @@
+"""Shared set-up of the test suite.
+
+XLA runs on the CPU PJRT client here (no accelerator): set it before anything
+imports torch_xla. The fixtures below are for the backend tests: a clean
+dynamo state per test, the XLA device, counters of torch_xla's metrics, and
+``run_against_eager``, which checks a backend against eager PyTorch on the
+CPU call after call.
+"""
+import os
+
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+
+import copy  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    """``torch._dynamo.reset()`` around every test that has dynamo loaded, so
+    no test sees another's compiled graphs (or its recompile budget)."""
+    if "torch._dynamo" in sys.modules:
+        sys.modules["torch._dynamo"].reset()
+    yield
+    if "torch._dynamo" in sys.modules:
+        sys.modules["torch._dynamo"].reset()
+
+
+@pytest.fixture(scope="session")
+def xla():
+    """The XLA device (imports torch_xla)."""
+    torch_xla = pytest.importorskip("torch_xla")
+    return torch_xla.device()
+
+
+class Metrics:
+    """torch_xla's compile and execute counters, read as deltas."""
+
+    COMPILES = ("UncachedCompile", "CachedCompile")
+
+    def __init__(self):
+        import torch_xla.debug.metrics as met
+
+        self.met = met
+
+    def counter(self, name: str) -> int:
+        return self.met.counter_value(name) or 0
+
+    def compiles(self) -> int:
+        """XLA compilations so far, fresh or found in the compilation cache."""
+        return sum(self.counter(n) for n in self.COMPILES)
+
+    def executions(self) -> int:
+        data = self.met.metric_data("ExecuteTime")
+        return data[0] if data else 0
+
+    def clear(self) -> None:
+        self.met.clear_all()
+
+
+@pytest.fixture
+def metrics(xla):
+    return Metrics()
+
+
+def _tree():
+    from torch.utils import _pytree as pytree
+
+    return pytree
+
+
+def assert_same(actual, expected, where="value", atol=1e-4, rtol=1e-4, device_type=None):
+    """``actual`` has ``expected``'s structure (container types included),
+    equal non-tensor leaves and close tensors (on ``device_type`` if given)."""
+    import torch
+
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor), f"{where}: {type(actual).__name__}, expected a tensor"
+        if device_type is not None:
+            assert actual.device.type == device_type, f"{where}: on {actual.device}"
+        assert actual.shape == expected.shape, f"{where}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+        assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
+        torch.testing.assert_close(actual.detach().cpu(), expected.detach().cpu(), atol=atol, rtol=rtol,
+                                   msg=lambda m: f"{where}: {m}")
+        return
+    assert type(actual) is type(expected), f"{where}: {type(actual).__name__} != {type(expected).__name__}"
+    if isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected), f"{where}: length {len(actual)} != {len(expected)}"
+        for n, (a, e) in enumerate(zip(actual, expected)):
+            assert_same(a, e, f"{where}[{n}]", atol, rtol, device_type)
+    elif isinstance(expected, dict):
+        assert list(actual) == list(expected), f"{where}: keys {list(actual)} != {list(expected)}"
+        for k in expected:
+            assert_same(actual[k], expected[k], f"{where}[{k!r}]", atol, rtol, device_type)
+    else:
+        assert actual == expected, f"{where}: {actual!r} != {expected!r}"
+
+
+def identity_pattern(outputs, inputs) -> list:
+    """For each tensor leaf of ``outputs``: which input it *is*, or which
+    earlier output it is, or None (a tensor of its own)."""
+    import torch
+
+    pytree = _tree()
+    ins = [id(t) for t in pytree.tree_leaves(inputs)]
+    pattern, seen = [], []
+    for t in pytree.tree_leaves(outputs):
+        if not isinstance(t, torch.Tensor):
+            continue
+        if id(t) in ins:
+            pattern.append(("input", ins.index(id(t))))
+        elif id(t) in seen:
+            pattern.append(("output", seen.index(id(t))))
+        else:
+            pattern.append(None)
+        seen.append(id(t))
+    return pattern
+
+
+def run_against_eager(backend, model, make_inputs, *, device, calls=3, between=None,
+                      compile_kwargs=None, atol=1e-4, rtol=1e-4):
+    """Call ``model`` eagerly on the CPU and compiled with ``backend`` on
+    ``device``, ``calls`` times, on inputs ``make_inputs(call)`` (CPU values),
+    and after each call assert that both agree on: the outputs (values,
+    structure, which outputs are inputs or each other), the inputs (in-place
+    updates) and the module's state. ``between(module)`` runs on both modules
+    after each call. Returns the compiled callable and its module."""
+    import torch
+
+    pytree = _tree()
+    is_module = isinstance(model, torch.nn.Module)
+    eager = copy.deepcopy(model) if is_module else model
+    ours = copy.deepcopy(model).to(device) if is_module else model
+    compiled = torch.compile(ours, backend=backend, **(compile_kwargs or {}))
+    device_type = torch.device(device).type
+    for call in range(calls):
+        inputs = make_inputs(call)
+        eager_in = pytree.tree_map_only(torch.Tensor, torch.clone, inputs)
+        our_in = pytree.tree_map_only(torch.Tensor, lambda t: t.clone().to(device), inputs)
+        expected = eager(*eager_in)
+        actual = compiled(*our_in)
+        where = f"call {call}"
+        assert_same(actual, expected, f"{where}: output", atol, rtol, device_type)
+        assert identity_pattern(actual, our_in) == identity_pattern(expected, eager_in), \
+            f"{where}: outputs alias inputs/each other differently from eager"
+        assert_same(our_in, eager_in, f"{where}: inputs after the call", atol, rtol)
+        if is_module:
+            assert_same(dict(ours.state_dict()), dict(eager.state_dict()), f"{where}: module state",
+                        atol, rtol)
+        if between is not None:
+            between(eager)
+            between(ours)
+    return compiled, ours
+
+
+@pytest.fixture
+def against_eager(xla):
+    """``run_against_eager`` on the XLA device unless told otherwise."""
+
+    def run(backend, model, make_inputs, **kwargs):
+        kwargs.setdefault("device", xla)
+        return run_against_eager(backend, model, make_inputs, **kwargs)
+
+    return run

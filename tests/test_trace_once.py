@@ -1,0 +1,410 @@
+"""``torchxla_trace_once`` against eager PyTorch, one semantic edge per test.
+
+Each test drives the backend through several calls: the first traces and
+compiles, the later ones replay the cached executable, which is where a
+trace-once bridge goes wrong (stale parameters, lost in-place updates,
+repeated random masks, aliased outputs).
+"""
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import xla_backends
+from xla_backends import trace_once
+
+BACKEND = "torchxla_trace_once"
+
+
+def _sync():
+    import torch_xla
+
+    torch_xla.sync()
+
+
+def _randn(*shape, seed):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+class MLP(nn.Module):
+    def __init__(self, d=8):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(d, 16), nn.ReLU(), nn.Linear(16, 4))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def mlp_inputs(batch=2):
+    return lambda call: (_randn(batch, 8, seed=call),)
+
+
+@pytest.fixture
+def traces(monkeypatch):
+    """How many times a graph was traced (each trace is one XLA compile)."""
+    count = []
+    run = trace_once._Trace.run.__func__
+
+    def counting(cls, gm, args):
+        count.append(gm)
+        return run(cls, gm, args)
+
+    monkeypatch.setattr(trace_once._Trace, "run", classmethod(counting))
+    return count
+
+
+# --- inputs and parameters -------------------------------------------------
+
+
+def test_outputs_follow_changing_inputs(against_eager):
+    against_eager(BACKEND, MLP(), mlp_inputs(), calls=4)
+
+
+def test_new_shape_compiles_and_old_shape_compiles_nothing(against_eager, metrics, xla):
+    shapes = [2, 2, 3, 2, 3]
+    compiled, _ = against_eager(BACKEND, MLP(), lambda call: (_randn(shapes[call], 8, seed=call),),
+                                calls=1)
+    eager = MLP()
+    new_compiles = []
+    for call, batch in enumerate(shapes[1:], start=1):
+        x = _randn(batch, 8, seed=call)
+        before = metrics.compiles()
+        out = compiled(x.to(xla))
+        new_compiles.append(metrics.compiles() - before)
+        torch.testing.assert_close(out.cpu(), eager(x).detach(), atol=1e-4, rtol=1e-4)
+    assert new_compiles[0] == 0, "same shape again compiled"
+    assert new_compiles[1] > 0, "a new shape must compile a new graph"
+    assert new_compiles[2:] == [0, 0], f"an earlier shape compiled again: {new_compiles}"
+
+
+def test_dynamic_sizes_are_keyed(against_eager, metrics, xla):
+    """With dynamic=True the sizes are graph arguments: one replay per size."""
+    sizes = [2, 3, 2, 3]
+    compiled, _ = against_eager(BACKEND, lambda x: x.sin() * x.shape[0],
+                                lambda call: (_randn(sizes[call], seed=call),),
+                                calls=4, compile_kwargs={"dynamic": True})
+    before = metrics.compiles()
+    for size in sizes:
+        x = _randn(size, seed=9)
+        torch.testing.assert_close(compiled(x.to(xla)).cpu(), x.sin() * size)
+    assert metrics.compiles() == before
+
+
+def test_parameters_edited_in_place_between_calls(against_eager):
+    def edit(module):
+        with torch.no_grad():
+            for p in module.parameters():
+                p.add_(0.5)
+
+    against_eager(BACKEND, MLP(), mlp_inputs(), calls=4, between=edit)
+
+
+def test_sgd_step_between_calls(against_eager):
+    """An optimizer step updates the parameters lazily (pending IR on XLA)."""
+    optimizers = {}
+
+    def step(module):
+        opt = optimizers.setdefault(id(module), torch.optim.SGD(module.parameters(), lr=0.1, momentum=0.9))
+        for n, p in enumerate(module.parameters()):
+            p.grad = torch.full_like(p, 0.1 * (n + 1))
+        opt.step()
+
+    against_eager(BACKEND, MLP(), mlp_inputs(), calls=4, between=step)
+
+
+def test_batchnorm_buffers_in_train_mode(against_eager):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3),
+                          nn.BatchNorm1d(3, momentum=None))
+    model.train()
+    _, ours = against_eager(BACKEND, model, lambda call: (_randn(5, 8, seed=call) + call,), calls=4)
+    assert int(ours[1].num_batches_tracked.cpu()) == 4
+    assert int(ours[4].num_batches_tracked.cpu()) == 4
+
+
+def test_inputs_that_share_a_buffer_at_trace_time(xla):
+    """``b.copy_(a)`` leaves ``b`` over ``a``'s buffer; the trace must not tie
+    them into one HLO parameter, or later calls with distinct tensors see
+    ``a`` twice."""
+    compiled = torch.compile(lambda a, b: a * 3 + b * 2, backend=BACKEND)
+    a = torch.full((3,), 1.0, device=xla)
+    b = torch.zeros(3, device=xla)
+    _sync()
+    b.copy_(a)
+    _sync()
+    torch.testing.assert_close(compiled(a, b).cpu(), torch.full((3,), 5.0))
+    other = torch.full((3,), 5.0, device=xla)
+    torch.testing.assert_close(compiled(a, other).cpu(), torch.full((3,), 13.0))
+    torch.testing.assert_close(compiled(other, a).cpu(), torch.full((3,), 17.0))
+
+
+# --- in-place updates of inputs ----------------------------------------------
+
+
+def test_inplace_input_mutation_is_visible(against_eager):
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    against_eager(BACKEND, f, lambda call: (_randn(4, seed=call),))
+
+
+def test_inplace_mutation_of_a_view_of_an_input(against_eager):
+    def f(x):
+        x[0].mul_(3)
+        return x.sum()
+
+    against_eager(BACKEND, f, lambda call: (_randn(2, 3, seed=call),))
+
+
+def test_copy_of_one_input_into_another(against_eager):
+    def f(x, buf):
+        buf.copy_(x)
+        return x + 1
+
+    against_eager(BACKEND, f, lambda call: (_randn(4, seed=call), torch.zeros(4)))
+
+
+@pytest.mark.parametrize("order", ["x_into_y", "y_into_x"])
+def test_copy_backs_use_values_from_before_the_call(against_eager, order):
+    """One input copied into another that is then updated itself: the
+    copy must get the old value whatever order the updates are applied in."""
+
+    def f(x, y):
+        if order == "x_into_y":
+            y.copy_(x)
+            x.add_(1)
+        else:
+            x.copy_(y)
+            y.add_(1)
+        return x + y
+
+    against_eager(BACKEND, f, lambda call: (_randn(3, seed=call), _randn(3, seed=call + 10)))
+
+
+# --- outputs -------------------------------------------------------------------
+
+
+def test_output_that_is_an_input(against_eager):
+    against_eager(BACKEND, lambda x, y: (x, y * 2), lambda call: (_randn(3, seed=call), _randn(3, seed=7)))
+
+
+def test_input_updated_in_place_and_returned(against_eager):
+    def f(x):
+        x.mul_(2)
+        return x
+
+    against_eager(BACKEND, f, lambda call: (_randn(3, seed=call),))
+
+
+def test_duplicate_outputs(against_eager):
+    def f(x):
+        y = x * 2
+        return y, y, x.clone(), x.clone(), x + 1, x + 1
+
+    against_eager(BACKEND, f, lambda call: (_randn(3, seed=call),))
+
+
+def test_copy_of_an_input_keeps_the_value_before_an_update(against_eager):
+    def f(x):
+        y = x.clone()
+        x.add_(1)
+        return y, x.detach()
+
+    against_eager(BACKEND, f, lambda call: (_randn(3, seed=call),))
+
+
+def test_none_constants_and_nested_containers(against_eager):
+    def f(x, y):
+        z = x * y
+        return {"z": z, "pair": (x, [z + 1, None]), "n": 3, "f": 2.5, "s": "ok", "t": (y,)}
+
+    against_eager(BACKEND, f, lambda call: (_randn(3, seed=call), _randn(3, seed=call + 1)))
+
+
+class Nested(nn.Module):
+    def forward(self, x, y):
+        z = x + y
+        return {"a": (x, z, z), "b": [None, 7, y * 2], "c": {"d": x.clone(), "e": 1.5}}
+
+
+def test_backend_called_directly_on_a_traced_graph_module(xla):
+    gm = torch.fx.symbolic_trace(Nested())
+    inputs = [(_randn(3, seed=c), _randn(3, seed=c + 5)) for c in range(3)]
+    runner = xla_backends.torchxla_trace_once(gm, [t.to(xla) for t in inputs[0]])
+    from conftest import assert_same, identity_pattern
+
+    for call, (x, y) in enumerate(inputs):
+        ours_in = (x.to(xla), y.to(xla))
+        expected = gm(x, y)
+        actual = runner(*ours_in)
+        assert_same(actual, expected, f"call {call}", device_type="xla")
+        assert identity_pattern(actual, ours_in) == identity_pattern(expected, (x, y))
+
+
+def test_mutating_a_returned_tensor_does_not_change_the_next_call(xla):
+    def f(x):
+        y = x * 2
+        return y, y + 1, x.clone()
+
+    compiled = torch.compile(f, backend=BACKEND)
+    x = _randn(4, seed=0)
+    x_xla = x.to(xla)
+    for _ in range(3):
+        outs = compiled(x_xla)
+        for got, want in zip(outs, f(x)):
+            torch.testing.assert_close(got.cpu(), want)
+        for out in outs:
+            out.add_(100)
+        torch.testing.assert_close(x_xla.cpu(), x)
+
+
+# --- random numbers ------------------------------------------------------------
+
+
+def test_dropout_draws_a_fresh_mask_every_call(xla):
+    model = nn.Sequential(nn.Linear(256, 256), nn.Dropout(0.5)).to(xla).train()
+    compiled = torch.compile(model, backend=BACKEND)
+    x = torch.ones(4, 256, device=xla)
+    masks = [(compiled(x) == 0).cpu() for _ in range(4)]
+    for mask in masks:
+        assert 0.35 < mask.float().mean().item() < 0.65
+    for i in range(len(masks)):
+        for j in range(i):
+            assert not torch.equal(masks[i], masks[j]), f"calls {j} and {i} share a dropout mask"
+
+
+def test_two_dropouts_in_one_graph_differ(xla):
+    compiled = torch.compile(lambda x: (F.dropout(x, 0.5, True), F.dropout(x, 0.5, True)),
+                             backend=BACKEND)
+    x = torch.ones(1024, device=xla)
+    for _ in range(2):
+        a, b = (t.cpu() for t in compiled(x))
+        assert set(a.unique().tolist()) <= {0.0, 2.0}
+        assert not torch.equal(a == 0, b == 0)
+
+
+def test_random_numbers_follow_the_device_seed(xla):
+    import torch_xla.core.xla_model as xm
+
+    compiled = torch.compile(lambda x: x + torch.rand_like(x), backend=BACKEND)
+    x = torch.zeros(16, device=xla)
+    runs = []
+    for _ in range(2):
+        xm.set_rng_state(1234)
+        runs.append([compiled(x).cpu() for _ in range(3)])
+    for a, b in zip(*runs):
+        torch.testing.assert_close(a, b)
+    assert not torch.equal(runs[0][0], runs[0][1])
+
+
+# --- graphs, lazy state, devices -------------------------------------------------
+
+
+def test_graph_breaks_trace_each_graph_once(xla, traces, metrics):
+    def f(x):
+        y = torch.sin(x) + 1
+        torch._dynamo.graph_break()
+        return torch.cos(y) * 2
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return xla_backends.torchxla_trace_once(gm, example_inputs)
+
+    compiled = torch.compile(f, backend=backend)
+    x = _randn(5, seed=0)
+    torch.testing.assert_close(compiled(x.to(xla)).cpu(), f(x))
+    compiles = metrics.compiles()
+    for call in range(1, 4):
+        x = _randn(5, seed=call)
+        torch.testing.assert_close(compiled(x.to(xla)).cpu(), f(x))
+    assert len(graphs) == 2
+    assert len(traces) == 2, f"{len(traces)} traces for 2 graphs"
+    assert metrics.compiles() == compiles
+
+
+def test_inputs_with_pending_lazy_work(xla):
+    compiled = torch.compile(MLP().to(xla), backend=BACKEND)
+    eager = MLP()
+    a = _randn(2, 8, seed=0)
+    a_xla = a.to(xla)
+    _sync()
+    for call in range(4):
+        x = a_xla * (call + 2)  # pending IR, first call included
+        unrelated = a_xla + call  # pending, held by the caller across the call
+        out = compiled(x)
+        torch.testing.assert_close(out.cpu(), eager(a * (call + 2)).detach(), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(unrelated.cpu(), a + call)
+
+
+def test_host_tensors(against_eager):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 6), nn.BatchNorm1d(6)).train()
+    against_eager(BACKEND, model, lambda call: (_randn(4, 8, seed=call),), device="cpu")
+
+
+def test_host_input_updated_in_place_is_copied_back(against_eager):
+    def f(x, y):
+        x.add_(y)
+        return x, y * 3
+
+    against_eager(BACKEND, f, lambda call: (_randn(3, seed=call), _randn(3, seed=call + 3)), device="cpu")
+
+
+def test_op_without_xla_lowering(against_eager):
+    def f(x):
+        return torch.histc(x, bins=4, min=-2, max=2) + 1, x.median(), x * 2
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        against_eager(BACKEND, f, lambda call: (_randn(16, seed=call),), calls=3)
+    ours = [str(w.message) for w in caught if BACKEND in str(w.message)]
+    assert len(ours) == 1, ours
+    assert "histc" in ours[0] and "median" in ours[0]
+
+
+def test_output_moved_off_the_device_is_recomputed(against_eager, xla):
+    def f(x):
+        return (x * 2).cpu() + 1, x + 1
+
+    against_eager(BACKEND, f, lambda call: (_randn(3, seed=call),))
+
+
+def test_executable_dropped_from_the_cache_is_recompiled(xla):
+    runners = []
+
+    def backend(gm, example_inputs):
+        runners.append(xla_backends.torchxla_trace_once(gm, example_inputs))
+        return runners[-1]
+
+    compiled = torch.compile(lambda x: x.sin() * 3, backend=backend)
+    x = _randn(3, seed=0)
+    compiled(x.to(xla))
+    (replay,) = runners[0].runners
+    replay._hash = bytes(len(replay._hash))  # what an evicted hash looks like to XLA
+    torch.testing.assert_close(compiled(x.to(xla)).cpu(), x.sin() * 3)
+    torch.testing.assert_close(compiled(x.to(xla)).cpu(), x.sin() * 3)
+
+
+def test_steady_state_runs_one_execution_per_call(xla, metrics):
+    """After the first call: no compile, no lazy step, one execution per call,
+    with in-place buffer updates and a random op in the graph."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Dropout(0.2), nn.Linear(8, 2))
+    compiled = torch.compile(model.to(xla).train(), backend=BACKEND)
+    x = _randn(4, 8, seed=0).to(xla)
+    _sync()
+    compiled(x)
+    metrics.clear()
+    calls = 5
+    outs = [compiled(x) for _ in range(calls)]
+    for name in ("UncachedCompile", "CachedCompile", "MarkStep"):
+        assert metrics.counter(name) == 0, f"{name} counted {metrics.counter(name)}"
+    assert metrics.executions() == calls
+    assert all(torch.isfinite(o.cpu()).all() for o in outs)
+    assert int(model[1].num_batches_tracked.cpu()) == calls + 1
