@@ -29,6 +29,7 @@ class Runner:
     name: str
     step: Callable[[tuple], Any]
     prepare: Callable[[tuple], tuple] = lambda inputs: inputs
+    probe: Any = None  # a probes.Probe, told of each step outside the timer
 
 
 @dataclass
@@ -61,7 +62,7 @@ def measure(
     live = [r for r in live if timings[r.name].ok]
     for i in range(max(warmup, 1)):
         for r in live:
-            t = _timed(r, placed[r.name], clock, timings[r.name])
+            t = _timed(r, placed[r.name], clock, timings[r.name], "first" if i == 0 else "warmup")
             if i == 0 and t is not None:
                 timings[r.name].first_call_s = t
         live = [r for r in live if timings[r.name].ok]
@@ -71,7 +72,7 @@ def measure(
             live = [r for r in live if timings[r.name].ok]
         shift = i % len(live) if live else 0
         for r in live[shift:] + live[:shift]:
-            t = _timed(r, placed[r.name], clock, timings[r.name])
+            t = _timed(r, placed[r.name], clock, timings[r.name], "timed")
             if t is not None:
                 timings[r.name].samples_s.append(t)
         live = [r for r in live if timings[r.name].ok]
@@ -88,11 +89,16 @@ def _place(runners, inputs, timings) -> dict[str, tuple]:
     return placed
 
 
-def _timed(runner: Runner, inputs: tuple, clock, timing: Timings) -> float | None:
+def _timed(runner: Runner, inputs: tuple, clock, timing: Timings, phase: str) -> float | None:
     try:
+        if runner.probe:
+            runner.probe.before()
         start = clock()
         runner.step(inputs)
-        return clock() - start
+        elapsed = clock() - start
+        if runner.probe:
+            runner.probe.after(phase)
+        return elapsed
     except Exception as err:  # noqa: BLE001 - a runner's failure is data
         timing.error = err
         return None

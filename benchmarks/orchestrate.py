@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import report, results, worker
+from . import plots, report, results, worker
 from .config import RunConfig
 
 LOG_TAIL_LINES = 40
@@ -147,7 +147,9 @@ def _keep_log(config: RunConfig, name: str, log: Path) -> None:
 
 
 def finish(csv_path: Path) -> str:
-    """Render the stored rows: markdown beside the CSV; returns the console table."""
-    report.write_markdown(csv_path)
+    """Render the stored rows: the plot and the markdown beside the CSV;
+    returns the console report."""
     df = results.read_rows(csv_path)
+    png = plots.plot_speedups(df, csv_path.with_suffix(".png"))
+    report.write_markdown(csv_path, plot=png.name)
     return report.render_console(df)

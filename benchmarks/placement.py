@@ -26,6 +26,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .measure import Runner
+from .probes import Probe
 
 # Backends whose graphs run on the XLA device; any other runs on the host.
 XLA_BACKENDS = frozenset(
@@ -52,8 +53,9 @@ def _runner(name, module, on_xla, compile_with, training) -> Runner:
     model = copy.deepcopy(module).to(device).train(training)
     fn = torch.compile(model, backend=compile_with) if compile_with else model
     step = _training_step(fn, model) if training else _inference_step(fn)
+    probe = Probe(xla=on_xla)
     if not on_xla:
-        return Runner(name, step)
+        return Runner(name, step, probe=probe)
 
     def prepare(inputs):
         placed = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
@@ -61,13 +63,15 @@ def _runner(name, module, on_xla, compile_with, training) -> Runner:
         return placed
 
     def xla_step(inputs):
+        probe.host_started()
         # ``out`` stays referenced until the sync: an unreferenced lazy
         # result would never be computed.
         out = step(inputs)
+        probe.host_done()  # lazy tracing, or a compiled call's host overhead
         sync_device()
         return out
 
-    return Runner(name, xla_step, prepare)
+    return Runner(name, xla_step, prepare, probe)
 
 
 def _inference_step(fn):

@@ -127,6 +127,53 @@ def caption(df: pd.DataFrame) -> str:
     return f"Baseline: {baselines} on {devices}"
 
 
+# What the compiler-metrics table shows: header -> CSV column.
+METRICS = {
+    "first call s": "compilation_latency",
+    "of it XLA compile s": "first_call_compile_s",
+    "compiles/iter": "compiles_per_iter",
+    "execute ms/iter": "execute_ms",
+    "host ms/iter": "host_ms",
+    "baseline host ms/iter": "baseline_host_ms",
+    "dynamo graphs": "dynamo_graphs",
+    "graph breaks": "graph_breaks",
+    "recompiles": "recompiles",
+    "fallback ops": "fallback_ops",
+}
+UNSTABLE_REMEDY = "rerun with a larger --repeat, on a quieter machine"
+
+
+def metrics_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Compiler metrics of the rows that passed; empty when none were recorded."""
+    present = {h: c for h, c in METRICS.items() if c in df.columns}
+    recorded = [c for c in present.values() if c != "compilation_latency"]
+    if not recorded or not df[recorded].notna().any().any():
+        return [], []
+    latest = _latest(df)
+    rows = [[row["name"], row["backend"], *(_metric(row[c]) for c in present.values())]
+            for _, row in latest.iterrows() if _passed(row)]
+    return ["name", "backend", *present], rows
+
+
+def _metric(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None or pd.isna(value):
+        return ""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.3g}"
+
+
+def unstable(df: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """``(name, backend, reason)`` of every row flagged as unstable."""
+    if "unstable" not in df.columns:
+        return []
+    latest = _latest(df)
+    return [(row["name"], row["backend"], row["unstable"]) for _, row in latest.iterrows()
+            if isinstance(row["unstable"], str) and row["unstable"]]
+
+
 # --------------------------------------------------------------------------
 # Render
 
@@ -139,34 +186,51 @@ def _table(df: pd.DataFrame, tablefmt: str) -> str:
     return tabulate(rows, headers=headers, tablefmt=tablefmt, colalign=align, disable_numparse=True)
 
 
-def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE) -> str:
-    """Markdown report: title, caption, table, and a Failures section if any."""
+def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | None = None) -> str:
+    """Markdown report: title, caption, table, then the sections that apply:
+    the plot, failures, unstable measurements, compiler metrics."""
     parts = [f"# {title}", ""]
     if df.empty:
         return "\n".join([*parts, "_No results._", ""])
     parts += [f"{caption(df)}.", "", EXPLANATION, "", _table(df, "github"), ""]
+    if plot:
+        parts += [f"![speedups]({plot})", ""]
     failed = failures(df)
     if failed:
         listing = tabulate(failed, headers=["name", "backend", "status"], tablefmt="github")
         parts += ["## Failures", "", listing, ""]
+    shaky = unstable(df)
+    if shaky:
+        listing = tabulate(shaky, headers=["name", "backend", "why"], tablefmt="github")
+        parts += ["## Unstable measurements", "", f"To firm them up, {UNSTABLE_REMEDY}.", "",
+                  listing, ""]
+    headers, rows = metrics_table(df)
+    if rows:
+        parts += ["## Compiler metrics", "",
+                  tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
     return "\n".join(parts)
 
 
 def render_console(df: pd.DataFrame) -> str:
-    """Plain-text report for the terminal: caption line and table."""
+    """Plain-text report for the terminal: caption line, table, and a warning
+    per unstable measurement."""
     if df.empty:
         return "No results.\n"
-    return f"{caption(df)}\n\n{_table(df, 'simple')}\n"
+    text = f"{caption(df)}\n\n{_table(df, 'simple')}\n"
+    for name, backend, why in unstable(df):
+        text += f"\nwarning: {name} / {backend} may be unstable ({why}); {UNSTABLE_REMEDY}."
+    return text + ("\n" if unstable(df) else "")
 
 
-def write_markdown(csv_path: str | os.PathLike, title: str | None = None) -> Path:
+def write_markdown(csv_path: str | os.PathLike, title: str | None = None,
+                   plot: str | None = None) -> Path:
     """Render the CSV at ``csv_path`` into the ``.md`` beside it; return its path.
 
     Written to a temporary file and renamed, so a reader never sees half a
     report.  The default title names the run (the CSV's stem).
     """
     df = results.read_rows(csv_path)
-    text = render_markdown(df, title=title or f"{DEFAULT_TITLE}: {Path(csv_path).stem}")
+    text = render_markdown(df, title=title or f"{DEFAULT_TITLE}: {Path(csv_path).stem}", plot=plot)
     target = results.markdown_path(csv_path)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

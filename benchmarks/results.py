@@ -82,6 +82,20 @@ COLUMNS: list[Column] = [
     Column("error", "str", required=False),  # first line of the error of a failed row
     Column("accuracy", "str", required=False),  # --accuracy: pass, fail_accuracy or a failure
     Column("max_error", "float64", required=False),  # --accuracy: largest abs error seen
+    # Compiler metrics (benchmarks.probes); XLA ones are empty for host runs.
+    Column("first_call_compiles", "Int64", required=False),  # XLA compiles in the first call
+    Column("first_call_compile_s", "float64", required=False),  # XLA compile time in it
+    Column("first_call_execute_s", "float64", required=False),  # XLA execution time in it
+    Column("compiles_per_iter", "float64", required=False),  # XLA compiles per timed iteration
+    Column("execute_ms", "float64", required=False),  # XLA execution per timed iteration
+    Column("host_ms", "float64", required=False),  # median time until the call returns, pre-sync
+    Column("baseline_host_ms", "float64", required=False),  # ditto for the baseline (lazy tracing)
+    Column("baseline_compiles_per_iter", "float64", required=False),
+    Column("dynamo_graphs", "Int64", required=False),  # graphs dynamo captured
+    Column("graph_breaks", "Int64", required=False),
+    Column("recompiles", "Int64", required=False),  # graphs captured after the first call
+    Column("fallback_ops", "str", required=False),  # ops run on CPU by torch_xla, space-separated
+    Column("unstable", "str", required=False),  # why the measurement may be unreliable
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]

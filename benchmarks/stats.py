@@ -124,3 +124,35 @@ def relative_ci_width(low: float, high: float, estimate: float) -> float:
     if not all(v is not None and math.isfinite(v) for v in values) or estimate <= 0:
         return NAN
     return (high - low) / estimate
+
+
+# A measurement is flagged unstable when its speedup's CI is wider than this
+# fraction of the speedup, or when its samples drift over the run.
+UNSTABLE_CI_WIDTH = 0.25
+DRIFT_MIN_SAMPLES = 10
+DRIFT_ALPHA = 0.01
+DRIFT_MIN_RHO = 0.5
+
+
+def drifts(samples: Iterable[float]) -> bool:
+    """Whether ``samples`` trend up or down over the run (thermal throttling,
+    a background job starting): a strong, significant Spearman correlation
+    between sample index and value."""
+    arr = _as_array(samples)
+    if arr.size < DRIFT_MIN_SAMPLES or np.ptp(arr) == 0:
+        return False
+    rho, p = _sps.spearmanr(np.arange(arr.size), arr)
+    return bool(p < DRIFT_ALPHA and abs(rho) >= DRIFT_MIN_RHO)
+
+
+def instability(baseline_samples, backend_samples, low: float, high: float, estimate: float) -> str | None:
+    """Why a speedup measurement may be unreliable, or None when it looks stable."""
+    reasons = []
+    width = relative_ci_width(low, high, estimate)
+    if math.isfinite(width) and width > UNSTABLE_CI_WIDTH:
+        reasons.append(f"95% CI spans {width:.0%} of the speedup")
+    drifting = [role for role, s in (("baseline", baseline_samples), ("backend", backend_samples))
+                if drifts(s)]
+    if drifting:
+        reasons.append(f"{' and '.join(drifting)} samples drift over the run")
+    return "; ".join(reasons) or None

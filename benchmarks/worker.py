@@ -88,9 +88,10 @@ BASELINE_KEY = "<baseline>"
 
 
 def _runners(config: RunConfig, module):
-    baseline = placement.baseline_runner(module, config.use_xla_baseline)
+    baseline = placement.baseline_runner(module, config.use_xla_baseline, config.training)
     baseline = dataclasses.replace(baseline, name=BASELINE_KEY)
-    return [baseline] + [placement.backend_runner(module, b) for b in config.backends]
+    return [baseline] + [placement.backend_runner(module, b, config.training)
+                         for b in config.backends]
 
 
 def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
@@ -99,7 +100,9 @@ def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
     def draw(i):
         return bench.example_inputs() if i == 0 else bench.random_inputs(generator)
 
-    timings = measure(_runners(config, bench.module), draw, warmup=config.warmup,
+    runners = _runners(config, bench.module)
+    probes = {r.name: r.probe for r in runners}
+    timings = measure(runners, draw, warmup=config.warmup,
                       repeat=config.repeat, randomize=config.randomize_input)
     baseline = timings.pop(BASELINE_KEY)
     if not baseline.ok:
@@ -111,7 +114,9 @@ def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
             result.rows.append({**base, "backend": backend, "status": status,
                                 "error": first_line(timing.error)})
             continue
-        result.rows.append({**base, "backend": backend, **_speedup_fields(baseline, timing)})
+        result.rows.append({**base, "backend": backend, **_speedup_fields(baseline, timing),
+                            **probes[backend].summary(),
+                            **_baseline_fields(probes[BASELINE_KEY].summary())})
         # Each row gets its own pair of records: the baseline samples it was
         # measured against (interleaved with it) and its own.
         result.samples += [
@@ -125,8 +130,10 @@ def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
 
 def _speedup_fields(baseline, timing) -> dict:
     low, high = stats.speedup_ci(baseline.samples_s, timing.samples_s)
+    speedup = stats.speedup(baseline.samples_s, timing.samples_s)
     return {
-        "speedup": stats.speedup(baseline.samples_s, timing.samples_s),
+        "speedup": speedup,
+        "unstable": stats.instability(baseline.samples_s, timing.samples_s, low, high, speedup),
         "speedup_ci_low": low,
         "speedup_ci_high": high,
         "abs_latency": stats.median(timing.samples_s) * 1e3,
@@ -134,6 +141,13 @@ def _speedup_fields(baseline, timing) -> dict:
         "compilation_latency": timing.first_call_s,
         "status": results.STATUS_PASS,
     }
+
+
+def _baseline_fields(summary: dict) -> dict:
+    """What the baseline's probe says of the baseline: for the lazy XLA
+    baseline, its tracing time and XLA compiles per iteration."""
+    return {"baseline_host_ms": summary.get("host_ms"),
+            "baseline_compiles_per_iter": summary.get("compiles_per_iter")}
 
 
 def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult:

@@ -70,15 +70,18 @@ def _tree():
     return pytree
 
 
-def assert_same(actual, expected, where="value", atol=1e-4, rtol=1e-4, device_type=None):
+def assert_same(actual, expected, where="value", atol=1e-4, rtol=1e-4, devices=None):
     """``actual`` has ``expected``'s structure (container types included),
-    equal non-tensor leaves and close tensors (on ``device_type`` if given)."""
+    equal non-tensor leaves and close tensors. ``devices`` maps the device
+    type of an expected tensor to the one the actual tensor must be on (a
+    string: every actual tensor on that device type)."""
     import torch
 
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor), f"{where}: {type(actual).__name__}, expected a tensor"
-        if device_type is not None:
-            assert actual.device.type == device_type, f"{where}: on {actual.device}"
+        if devices is not None:
+            want = devices if isinstance(devices, str) else devices.get(expected.device.type)
+            assert want is None or actual.device.type == want, f"{where}: on {actual.device}, not {want}"
         assert actual.shape == expected.shape, f"{where}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
         assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
         torch.testing.assert_close(actual.detach().cpu(), expected.detach().cpu(), atol=atol, rtol=rtol,
@@ -88,11 +91,11 @@ def assert_same(actual, expected, where="value", atol=1e-4, rtol=1e-4, device_ty
     if isinstance(expected, (tuple, list)):
         assert len(actual) == len(expected), f"{where}: length {len(actual)} != {len(expected)}"
         for n, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{where}[{n}]", atol, rtol, device_type)
+            assert_same(a, e, f"{where}[{n}]", atol, rtol, devices)
     elif isinstance(expected, dict):
         assert list(actual) == list(expected), f"{where}: keys {list(actual)} != {list(expected)}"
         for k in expected:
-            assert_same(actual[k], expected[k], f"{where}[{k!r}]", atol, rtol, device_type)
+            assert_same(actual[k], expected[k], f"{where}[{k!r}]", atol, rtol, devices)
     else:
         assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
@@ -119,29 +122,32 @@ def identity_pattern(outputs, inputs) -> list:
 
 
 def run_against_eager(backend, model, make_inputs, *, device, calls=3, between=None,
-                      compile_kwargs=None, atol=1e-4, rtol=1e-4):
-    """Call ``model`` eagerly on the CPU and compiled with ``backend`` on
-    ``device``, ``calls`` times, on inputs ``make_inputs(call)`` (CPU values),
-    and after each call assert that both agree on: the outputs (values,
-    structure, which outputs are inputs or each other), the inputs (in-place
-    updates) and the module's state. ``between(module)`` runs on both modules
-    after each call. Returns the compiled callable and its module."""
+                      compile_kwargs=None, atol=1e-4, rtol=1e-4, reference_device="cpu"):
+    """Call ``model`` eagerly (on ``reference_device``: the CPU, or the XLA
+    device for lazy XLA) and compiled with ``backend`` on ``device``,
+    ``calls`` times, on inputs ``make_inputs(call)`` (CPU values), and after
+    each call assert that both agree on: the outputs (values, structure, which
+    outputs are inputs or each other), the inputs (in-place updates) and the
+    module's state. ``between(module)`` runs on both modules after each call.
+    Returns the compiled callable and its module."""
     import torch
 
     pytree = _tree()
     is_module = isinstance(model, torch.nn.Module)
-    eager = copy.deepcopy(model) if is_module else model
+    eager = copy.deepcopy(model).to(reference_device) if is_module else model
     ours = copy.deepcopy(model).to(device) if is_module else model
     compiled = torch.compile(ours, backend=backend, **(compile_kwargs or {}))
-    device_type = torch.device(device).type
+    # Tensors eager puts on its device, ours must put on ours; others (a
+    # ``.cpu()`` in the graph) stay where eager puts them.
+    devices = {torch.device(reference_device).type: torch.device(device).type}
     for call in range(calls):
         inputs = make_inputs(call)
-        eager_in = pytree.tree_map_only(torch.Tensor, torch.clone, inputs)
+        eager_in = pytree.tree_map_only(torch.Tensor, lambda t: t.clone().to(reference_device), inputs)
         our_in = pytree.tree_map_only(torch.Tensor, lambda t: t.clone().to(device), inputs)
         expected = eager(*eager_in)
         actual = compiled(*our_in)
         where = f"call {call}"
-        assert_same(actual, expected, f"{where}: output", atol, rtol, device_type)
+        assert_same(actual, expected, f"{where}: output", atol, rtol, devices)
         assert identity_pattern(actual, our_in) == identity_pattern(expected, eager_in), \
             f"{where}: outputs alias inputs/each other differently from eager"
         assert_same(our_in, eager_in, f"{where}: inputs after the call", atol, rtol)
@@ -163,3 +169,15 @@ def against_eager(xla):
         return run_against_eager(backend, model, make_inputs, **kwargs)
 
     return run
+
+
+@pytest.fixture
+def same():
+    """``assert_same(actual, expected, where, ...)``."""
+    return assert_same
+
+
+@pytest.fixture
+def identities():
+    """``identity_pattern(outputs, inputs)``."""
+    return identity_pattern

@@ -113,3 +113,23 @@ def test_empty_results_render():
     empty = results.empty_frame()
     assert "No results" in report.render_markdown(empty)
     assert report.render_console(empty) == "No results.\n"
+
+
+def test_unstable_rows_get_a_section_and_a_console_warning():
+    df = pd.DataFrame([dict(SAMPLE_ROWS[0], unstable="95% CI spans 40% of the speedup")])
+    md = report.render_markdown(df)
+    assert "## Unstable measurements" in md and "95% CI spans 40% of the speedup" in md
+    console = report.render_console(df)
+    assert "warning: alexnet / torchxla_trivial may be unstable" in console
+    assert report.UNSTABLE_REMEDY in console
+
+
+def test_compiler_metrics_table_only_when_recorded():
+    plain = pd.DataFrame([SAMPLE_ROWS[0]])
+    assert report.metrics_table(plain) == ([], [])
+    row = dict(SAMPLE_ROWS[0], compiles_per_iter=0.0, execute_ms=12.5, fallback_ops="histc")
+    headers, rows = report.metrics_table(pd.DataFrame([row]))
+    cells = dict(zip(headers, rows[0]))
+    assert cells["compiles/iter"] == "0" and cells["execute ms/iter"] == "12.5"
+    assert cells["fallback ops"] == "histc" and "host ms/iter" not in cells
+    assert "## Compiler metrics" in report.render_markdown(pd.DataFrame([row]))

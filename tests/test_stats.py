@@ -100,3 +100,20 @@ def test_relative_ci_width():
 @pytest.mark.parametrize("args", [(NAN, 1.0, 1.0), (0.9, NAN, 1.0), (0.9, 1.1, NAN), (0.9, 1.1, 0.0), (None, 1.1, 1.0)])
 def test_relative_ci_width_missing_is_nan(args):
     assert math.isnan(stats.relative_ci_width(*args))
+
+
+def test_drift_detected_on_a_trend_not_on_noise():
+    rng = np.random.default_rng(0)
+    noise = 1.0 + 0.01 * rng.standard_normal(30)
+    assert not stats.drifts(noise)
+    assert stats.drifts(noise + np.linspace(0, 0.3, 30))
+    assert not stats.drifts([1.0, 2.0, 3.0])  # too few samples to tell
+
+
+def test_instability_reasons():
+    steady = [1.0] * 20
+    assert stats.instability(steady, steady, 1.0, 1.0, 1.0) is None
+    wide = stats.instability(steady, steady, 0.8, 1.3, 1.0)
+    assert wide == "95% CI spans 50% of the speedup"
+    rising = list(np.linspace(1.0, 2.0, 20))
+    assert stats.instability(steady, rising, 1.0, 1.0, 1.0) == "backend samples drift over the run"

@@ -42,10 +42,14 @@ def copy_back(host_args, xla_args, positions) -> None:
 
 
 def tensor_uid(tensor: torch.Tensor) -> str:
-    """Identity of an XLA tensor's current value (its IR node or its data).
+    """Identity of an XLA tensor's current value: the address of its IR node
+    or of its data.
 
     It changes whenever the tensor is updated in place, including by a copy
-    from another tensor's data, which the need-materialization flag misses.
+    from another tensor's data, which the need-materialization flag misses;
+    it may also change when a value moves from IR to data. Being an address,
+    it can be reused once the old node or data is freed: compare only ids of
+    values kept alive.
     """
     import torch_xla
 
@@ -61,9 +65,13 @@ def run_on_xla(fn, args, positions):
 
     host = args[positions[0]].device
     xla_args = to_xla(args, positions, xla_device())
-    before = [tensor_uid(xla_args[i]) for i in positions]
+    # The ids are addresses of IR nodes or buffers: keep the old ones alive
+    # (clones share them) so that a new value cannot reuse an old address.
+    alive = [xla_args[i].clone() for i in positions]
+    before = [tensor_uid(t) for t in alive]
     out = fn(xla_args)
     changed = [i for i, uid in zip(positions, before) if tensor_uid(xla_args[i]) != uid]
+    del alive
     # Compute everything that goes back to the host in one graph, rather than
     # one execution per tensor transferred.
     leaves = [t for t in pytree.tree_leaves(out) if is_xla(t)]

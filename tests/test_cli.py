@@ -1,0 +1,211 @@
+"""The command line: flags -> RunConfig, and bad input -> one line, exit code 2.
+
+Parsing is tested in-process (``cli.build_parser`` / ``cli.make_config`` on
+the built-in models). Bad input is tested end to end, ``runner.py`` in a
+subprocess per case; the cases start together, as each one spends its few
+seconds importing torch.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import cli, suite
+from benchmarks.config import RunConfig
+
+REPO = Path(__file__).resolve().parent.parent
+FAULT_MODELS = REPO / "tests" / "fault_models"
+BUILTIN = suite.list_models("builtin")
+
+
+def config(*argv: str) -> RunConfig:
+    return cli.make_config(cli.build_parser().parse_args(list(argv)))
+
+
+def selected(*argv: str) -> list[str]:
+    return cli.select_models(cli.build_parser().parse_args(list(argv)))
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    """make_config creates the output folder: keep it out of the repository."""
+    monkeypatch.chdir(tmp_path)
+
+
+# --------------------------------------------------------------------------
+# Flags -> RunConfig
+
+
+def test_defaults():
+    c = config()
+    assert c.mode == "performance" and not c.training
+    assert c.backends == cli.DEFAULT_BACKENDS == ("torchxla_trivial", "torchxla_trace_once")
+    assert c.models == tuple(BUILTIN)
+    assert c.suite == "builtin" and c.device == "cpu" and c.baseline == "eager"
+    assert (c.repeat, c.warmup, c.seed, c.timeout) == (30, 3, 0, 900.0)
+    assert c.isolate and not c.resume and c.batch_size is None and c.configs is None
+    assert Path(c.output) == Path("results", "performance_inference_cpu.csv")
+    assert Path("results").is_dir() and not Path(c.output).exists()
+
+
+def test_output_path_follows_mode_and_output_directory():
+    assert Path(config("--accuracy").output) == Path("results/accuracy_inference_cpu.csv")
+    assert Path(config("--training", "--output-directory", "out").output) == \
+        Path("out/performance_training_cpu.csv")
+    assert config("--output", "x/y.csv").output == "x/y.csv"
+
+
+def test_flags_reach_the_config():
+    c = config("--accuracy", "--use-xla-baseline", "--randomize-input", "--batch-size", "4",
+               "--repeat", "5", "--warmup", "2", "--seed", "7", "--timeout", "60", "--no-isolate")
+    assert (c.mode, c.baseline, c.randomize_input, c.batch_size) == ("accuracy", "xla", True, 4)
+    assert (c.repeat, c.warmup, c.seed, c.timeout, c.isolate) == (5, 2, 7, 60.0, False)
+    assert RunConfig.from_json(c.to_json()) == c  # what a worker receives
+
+
+def test_backends_comma_separated_and_repeated():
+    c = config("--backend", "eager, aot_eager", "--backend", "torchxla_trace_once",
+               "--backend=eager")
+    assert c.backends == ("eager", "aot_eager", "torchxla_trace_once")  # order kept, no repeats
+
+
+def test_only_filter_and_exclude():
+    assert selected("--only", "resnet18") == ["resnet18"]
+    assert selected("-k", "resnet") == ["resnet18", "resnet50"]
+    assert selected("-k", "^resn", "-x", "50") == ["resnet18"]
+    assert selected("-k", "vgg", "--filter", "alex") == ["alexnet", "vgg16"]  # any -k matches
+
+
+def test_empty_selection_is_an_error():
+    with pytest.raises(cli.UsageError, match="no model matches"):
+        selected("-x", ".")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 10, 13])
+def test_partitions_cover_every_model_once(n):
+    shards = [selected("--total-partitions", str(n), "--partition-id", str(i)) for i in range(n)]
+    assert sorted(m for shard in shards for m in shard) == sorted(BUILTIN)  # all, exactly once
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1  # balanced
+    # Deterministic: the same flags give the same shard, in run order.
+    again = [selected("--total-partitions", str(n), "--partition-id", str(i)) for i in range(n)]
+    assert again == shards
+    assert all(shard == sorted(shard, key=BUILTIN.index) for shard in shards)
+
+
+def test_partitions_split_the_selection():
+    picked = selected("-k", "res")
+    halves = [selected("-k", "res", "--total-partitions", "2", "--partition-id", str(i))
+              for i in range(2)]
+    assert sorted(halves[0] + halves[1]) == sorted(picked)
+    assert config("-k", "res", "--total-partitions", "2", "--partition-id", "1").models == \
+        tuple(halves[1])
+
+
+# --------------------------------------------------------------------------
+# Bad input: one line on stderr, exit code 2, nothing written
+
+
+BROKEN_YAML = "defaults:\n  batch_size: {cpu: 1\n"
+DEFAULTS_YAML = ("defaults:\n  batch_size: {accelerator: 1, cpu: 1}\n"
+                 "  tolerance: {host: 1.0e-4, xla: 1.0e-2}\n  cosine: false\n")
+UNKNOWN_KEY_YAML = DEFAULTS_YAML + "models:\n  ok_mlp:\n    batchsize: {cpu: 2}\n"
+WRONG_TYPE_YAML = DEFAULTS_YAML + "models:\n  ok_mlp:\n    batch_size: {cpu: two, accelerator: 2}\n"
+EXISTING = "dev,name\ncpu,earlier_result\n"
+
+TB = ("--suite", "torchbench")
+# id -> (arguments, what the error line must say); {d} is the case's folder.
+BAD_INPUT = {
+    "unknown_model": ((*TB, "--only", "ok_mpl"), ["unknown model 'ok_mpl'", "ok_mlp"]),
+    "unknown_builtin_model": (("--only", "resnet19"), ["unknown model 'resnet19'", "resnet18"]),
+    "unknown_backend": ((*TB, "--only", "ok_mlp", "--backend", "eager,torchxla_trace_onse"),
+                        ["unknown backend 'torchxla_trace_onse'", "torchxla_trace_once",
+                         "available:", "inductor"]),
+    "repeat_zero": ((*TB, "--repeat", "0"), ["--repeat must be at least 1"]),
+    "partition_out_of_range": ((*TB, "--total-partitions", "2", "--partition-id", "3"),
+                               ["--partition-id must be in [0, 1], got 3"]),
+    "resume_with_overwrite": ((*TB, "--resume", "--overwrite"), ["--resume", "--overwrite"]),
+    "performance_with_accuracy": (("--performance", "--accuracy"), ["--accuracy", "--performance"]),
+    "bad_filter_regex": ((*TB, "-k", "ok_(mlp"), ["-k/--filter", "bad regular expression",
+                                                   "'ok_(mlp'"]),
+    "unparsable_configs": ((*TB, "--configs", "{d}/broken.yaml"),
+                           ["{d}/broken.yaml", "invalid YAML"]),
+    "configs_unknown_key": ((*TB, "--configs", "{d}/unknown_key.yaml"),
+                            ["{d}/unknown_key.yaml", "models.ok_mlp.batchsize", "unknown key"]),
+    "configs_wrong_type": ((*TB, "--configs", "{d}/wrong_type.yaml"),
+                           ["{d}/wrong_type.yaml", "models.ok_mlp.batch_size.cpu",
+                            "expected a positive int", "'two'"]),
+    # A path under a file fails for root too, unlike a read-only folder.
+    "output_under_a_file": ((*TB, "--only", "ok_mlp", "--backend", "eager",
+                             "--output", "{d}/a_file/run.csv"),
+                            ["cannot create output folder", "{d}/a_file"]),
+    "output_not_csv": ((*TB, "--only", "ok_mlp", "--backend", "eager", "--output", "{d}/run.txt"),
+                       [".csv", "{d}/run.txt"]),
+    "output_exists": ((*TB, "--only", "ok_mlp", "--backend", "eager", "--output", "{d}/exists.csv"),
+                      ["{d}/exists.csv exists", "--resume", "--overwrite"]),
+    "unknown_flag": (("--repeats", "3"), ["unrecognized arguments: --repeats"]),
+    "not_a_number": (("--repeat", "many"), ["--repeat", "invalid int value: 'many'"]),
+    "no_torchbench_package": (("--suite", "torchbench", "--list-models"),
+                              ["torchbenchmark", "can't be imported"]),
+}
+
+
+def _prepare(folder: Path) -> None:
+    (folder / "broken.yaml").write_text(BROKEN_YAML)
+    (folder / "unknown_key.yaml").write_text(UNKNOWN_KEY_YAML)
+    (folder / "wrong_type.yaml").write_text(WRONG_TYPE_YAML)
+    (folder / "a_file").write_text("not a folder\n")
+    (folder / "exists.csv").write_text(EXISTING)
+
+
+@pytest.fixture(scope="module")
+def bad_runs(tmp_path_factory):
+    """Every BAD_INPUT case, run at once; id -> (folder, exit code, stdout, stderr)."""
+    base = tmp_path_factory.mktemp("bad_input")
+    procs = {}
+    for case, (args, _) in BAD_INPUT.items():
+        folder = base / case
+        folder.mkdir()
+        _prepare(folder)
+        argv = [a.format(d=folder) for a in args]
+        if "--output" not in argv:
+            argv += ["--output", str(folder / "run.csv")]
+        env = {**os.environ, "PJRT_DEVICE": "CPU",
+               "PYTHONPATH": "" if case == "no_torchbench_package" else str(FAULT_MODELS)}
+        procs[case] = folder, subprocess.Popen(
+            [sys.executable, "runner.py", *argv], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = {}
+    for case, (folder, proc) in procs.items():
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        done[case] = folder, proc.returncode, out, err
+    return done
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUT))
+def test_bad_input_is_one_line_and_exit_code_2(bad_runs, case):
+    folder, code, out, err = bad_runs[case]
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("runner.py: error: "), lines[0]
+    for expected in BAD_INPUT[case][1]:
+        assert expected.format(d=folder) in lines[0], lines[0]
+    assert code == 2
+    assert out == ""
+    # Before any model ran: nothing written.
+    assert not (folder / "run.csv").exists()
+    assert not list(folder.glob("*.jsonl")) and not list(folder.glob("*.md"))
+
+
+def test_existing_output_is_left_unchanged(bad_runs):
+    folder, code, _, _ = bad_runs["output_exists"]
+    assert code == 2
+    assert (folder / "exists.csv").read_text() == EXISTING
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["broken.yaml", "unknown_key.yaml", "wrong_type.yaml", "a_file", "exists.csv"])
