@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 BENCH_ARGS ?= --performance --use-xla-baseline --randomize-input \
 	--backend=torchxla_trivial,torchxla_trace_once --overwrite
 
-.PHONY: install bench test test-all bench-overhead clean
+.PHONY: install bench test test-all bench-overhead nightly clean
 
 install: $(STAMP)
 
@@ -33,3 +33,8 @@ test-all: install
 
 clean:
 	rm -rf results/*.csv results/*.md results/*.jsonl results/*.png .pytest_cache
+
+# Every backend on the full suite into results/nightly/<date>/, compared with
+# the previous night; exits 1 on a significant regression or a new failure.
+nightly: install
+	$(PY) -m benchmarks.nightly $(if $(NIGHTLY_ARGS),-- $(NIGHTLY_ARGS))

@@ -248,7 +248,7 @@ def _model_listing(names, settings, args) -> str:
 def _compare(argv: list[str]) -> int:
     from . import compare
 
-    return compare.main(argv)
+    return compare.main(argv, prog=f"{PROG} compare")
 
 
 def _merge(argv: list[str]) -> int:

@@ -116,9 +116,9 @@ EXISTING = "dev,name\ncpu,earlier_result\n"
 
 TB = ("--suite", "torchbench")
 # id -> (arguments, what the error line must say); {d} is the case's folder.
+# Each is run as its own process: exit code, stderr and files as a user sees them.
 BAD_INPUT = {
     "unknown_model": ((*TB, "--only", "ok_mpl"), ["unknown model 'ok_mpl'", "ok_mlp"]),
-    "unknown_builtin_model": (("--only", "resnet19"), ["unknown model 'resnet19'", "resnet18"]),
     "unknown_backend": ((*TB, "--only", "ok_mlp", "--backend", "eager,torchxla_trace_onse"),
                         ["unknown backend 'torchxla_trace_onse'", "torchxla_trace_once",
                          "available:", "inductor"]),
@@ -140,14 +140,8 @@ BAD_INPUT = {
     "output_under_a_file": ((*TB, "--only", "ok_mlp", "--backend", "eager",
                              "--output", "{d}/a_file/run.csv"),
                             ["cannot create output folder", "{d}/a_file"]),
-    "output_not_csv": ((*TB, "--only", "ok_mlp", "--backend", "eager", "--output", "{d}/run.txt"),
-                       [".csv", "{d}/run.txt"]),
     "output_exists": ((*TB, "--only", "ok_mlp", "--backend", "eager", "--output", "{d}/exists.csv"),
                       ["{d}/exists.csv exists", "--resume", "--overwrite"]),
-    "unknown_flag": (("--repeats", "3"), ["unrecognized arguments: --repeats"]),
-    "not_a_number": (("--repeat", "many"), ["--repeat", "invalid int value: 'many'"]),
-    "no_torchbench_package": (("--suite", "torchbench", "--list-models"),
-                              ["torchbenchmark", "can't be imported"]),
 }
 
 
@@ -171,8 +165,7 @@ def bad_runs(tmp_path_factory):
         argv = [a.format(d=folder) for a in args]
         if "--output" not in argv:
             argv += ["--output", str(folder / "run.csv")]
-        env = {**os.environ, "PJRT_DEVICE": "CPU",
-               "PYTHONPATH": "" if case == "no_torchbench_package" else str(FAULT_MODELS)}
+        env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": str(FAULT_MODELS)}
         procs[case] = folder, subprocess.Popen(
             [sys.executable, "runner.py", *argv], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -209,3 +202,41 @@ def test_existing_output_is_left_unchanged(bad_runs):
     assert (folder / "exists.csv").read_text() == EXISTING
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         ["broken.yaml", "unknown_key.yaml", "wrong_type.yaml", "a_file", "exists.csv"])
+
+
+# More bad input, in-process (cli.main is what runner.py calls): the same
+# checks, without paying for a process each.
+IN_PROCESS = {
+    "unknown_builtin_model": (["--only", "resnet19"], ["unknown model 'resnet19'", "resnet18"]),
+    "output_not_csv": (["--only", "resnet18", "--backend", "eager", "--output", "run.txt"],
+                       ["must name a .csv file", "run.txt"]),
+    "output_is_a_folder": (["--only", "resnet18", "--backend", "eager", "--output", "d.csv"],
+                           ["d.csv is a directory"]),
+    "unknown_flag": (["--repeats", "3"], ["unrecognized arguments: --repeats"]),
+    "not_a_number": (["--repeat", "many"], ["--repeat", "invalid int value: 'many'"]),
+    "warmup_zero": (["--warmup", "0"], ["--warmup must be at least 1"]),
+    "timeout_not_positive": (["--timeout", "0"], ["--timeout must be positive"]),
+    "batch_size_zero": (["--batch-size", "0"], ["--batch-size must be at least 1"]),
+    "bad_exclude_regex": (["-x", "[a"], ["-x/--exclude", "bad regular expression"]),
+    "nothing_selected": (["-k", "no_such_model"], ["no model matches"]),
+    "missing_configs": (["--configs", "nowhere.yaml"], ["nowhere.yaml", "can't read it"]),
+    "merge_without_inputs": (["merge", "out.csv"], ["runner.py merge: error:", "IN.csv"]),
+    "no_torchbench_package": (["--suite", "torchbench", "--list-models"],
+                              ["torchbenchmark", "can't be imported"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IN_PROCESS))
+def test_bad_input_in_process(case, capsys, monkeypatch, tmp_path):
+    argv, expected = IN_PROCESS[case]
+    (tmp_path / "d.csv").mkdir()
+    monkeypatch.setitem(sys.modules, "torchbenchmark", None)  # not installed, whatever ran before
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("runner.py")
+    for text in expected:
+        assert text in lines[0], lines[0]
+    assert out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) in (["d.csv"], ["d.csv", "results"])

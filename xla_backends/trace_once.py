@@ -453,7 +453,8 @@ class Replay:
         if plan.copy_backs:
             values = [_value(kind, p, args, results, pre, None) for _, (kind, p) in plan.copy_backs]
             with torch.no_grad():
-                pass
+                for (i, _), value in zip(plan.copy_backs, values):
+                    args[i].copy_(value)
         leaves: list = []
         for kind, payload in plan.outputs:
             leaves.append(_value(kind, payload, args, results, pre, leaves))
@@ -480,7 +481,7 @@ def _value(kind, payload, args, results, pre, leaves):
     if kind == _SAME:
         return leaves[payload]
     if kind == _FRESH:
-        return leaves[payload].clone()
+        return leaves[payload]
     if isinstance(payload, torch.Tensor):
         # A fresh tensor each call: a caller editing it must not change the
         # next call's result.
