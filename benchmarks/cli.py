@@ -7,6 +7,7 @@ line on stderr with exit code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import csv
 import difflib
 import os
 import re
@@ -229,11 +230,27 @@ def check_output(csv_path: Path, *, resume: bool, overwrite: bool) -> None:
         raise UsageError(f"output {csv_path} is not writable")
     if csv_path.exists() and csv_path.stat().st_size > 0 and not (resume or overwrite):
         raise UsageError(f"{csv_path} exists; pass --resume to complete it or --overwrite to replace it")
+    if resume and csv_path.exists() and csv_path.stat().st_size > 0:
+        _check_resumable(csv_path)
     if overwrite:
         from .results import markdown_path, samples_path
 
         for path in (csv_path, samples_path(csv_path), markdown_path(csv_path)):
             path.unlink(missing_ok=True)
+
+
+def _check_resumable(csv_path: Path) -> None:
+    """--resume appends rows: the file must have exactly the columns we write."""
+    from .results import CSV_COLUMNS
+
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise UsageError(f"cannot --resume {csv_path}: {err}") from None
+    if header != CSV_COLUMNS:
+        raise UsageError(f"cannot --resume {csv_path}: its columns differ from the ones this harness "
+                         "writes (an older version's file?); pass a new --output, or --overwrite")
 
 
 def _model_listing(names, settings, args) -> str:

@@ -6,8 +6,9 @@ each input CSV and the raw samples beside it (``IN.jsonl``), and writes
 models writes them: the same header (``results.CSV_COLUMNS``), rows in model
 order (a stable sort by name, as a single run runs its models sorted, each
 model's rows keeping their order), the samples in the same order, and the
-report of ``benchmarks.report.write_markdown``. Cells are copied as text, so
-numbers come out exactly as the shards wrote them.
+report and plot a run renders at its end (``orchestrate.finish``: ``OUT.md``
+and ``OUT.png``). Cells are copied as text, so numbers come out exactly as
+the shards wrote them.
 
 Rules:
 
@@ -27,8 +28,8 @@ Rules:
   line, an output that can't be written): one line on stderr, exit code 2,
   nothing written.
 
-The files are written to temporary names and renamed into place, samples
-before the CSV before the report, so no reader sees half a file.
+The data files are written to temporary names and renamed into place,
+samples before the CSV before the report, so no reader sees half a file.
 """
 from __future__ import annotations
 
@@ -214,11 +215,7 @@ def check_output(out: Path, inputs: Sequence[Path], overwrite: bool) -> None:
     existing = [p for p in (out, results.samples_path(out), results.markdown_path(out)) if p.exists()]
     if existing and not overwrite:
         raise MergeError(f"{existing[0]} exists; pass --overwrite to replace it")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise MergeError(f"cannot create output folder {out.parent}: {err.strerror or err}") from None
-    if not os.access(out.parent, os.W_OK):
+    if out.parent.is_dir() and not os.access(out.parent, os.W_OK):
         raise MergeError(f"output folder {out.parent} is not writable")
 
 
@@ -228,13 +225,19 @@ def _csv_line(values: Sequence[str]) -> str:
     return buf.getvalue()
 
 
-def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]) -> None:
-    """Write OUT.jsonl, then OUT.csv, then OUT.md, each renamed into place."""
-    from benchmarks import report  # pandas and tabulate: only once the input is good
+def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]) -> str:
+    """Write OUT.jsonl, then OUT.csv, each renamed into place, then the report
+    and plot as a run does; returns the console report."""
+    # Imported only once the input is good: it loads torch and matplotlib.
+    from benchmarks import orchestrate
 
     csv_text = _csv_line(results.CSV_COLUMNS) + "".join(
         _csv_line([row[c] for c in results.CSV_COLUMNS]) for row in rows)
     samples_text = "".join(line + "\n" for line in sample_lines)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise MergeError(f"cannot create output folder {out.parent}: {err.strerror or err}") from None
     pending = [(results.samples_path(out), samples_text), (out, csv_text)]
     temporary = [path.with_name(f".{path.name}.merge-tmp") for path, _ in pending]
     try:
@@ -245,7 +248,7 @@ def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]
                 os.fsync(f.fileno())
         for tmp, (path, _) in zip(temporary, pending):
             os.replace(tmp, path)
-        report.write_markdown(out)
+        return orchestrate.finish(out)
     except OSError as err:
         raise MergeError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
     finally:
@@ -257,8 +260,9 @@ def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]
 # Command line
 
 
-def run(out: Path, inputs: Sequence[Path], overwrite: bool = False) -> tuple[int, int]:
-    """Merge ``inputs`` into ``out``; returns (rows, sample records) written.
+def run(out: Path, inputs: Sequence[Path], overwrite: bool = False) -> tuple[int, int, str]:
+    """Merge ``inputs`` into ``out``; returns the number of rows and of
+    sample records written, and the console report.
 
     Raises ``MergeError`` on bad input, before anything is written.
     """
@@ -268,14 +272,15 @@ def run(out: Path, inputs: Sequence[Path], overwrite: bool = False) -> tuple[int
             raise MergeError(f"{path} is given twice")
         seen[path.resolve()] = path
     check_output(out, inputs, overwrite)  # cheap checks first: nothing read yet
+    # Then every input is read and checked before anything is written.
     shards = [read_shard(path) for path in inputs]
     for shard in shards:
         if not shard.has_samples:
             _warn(f"{results.samples_path(shard.path)} not found; "
                   f"the rows of {shard.path} are merged without raw samples")
     rows, sample_lines = merge(shards)
-    write(out, rows, sample_lines)
-    return len(rows), len(sample_lines)
+    console = write(out, rows, sample_lines)
+    return len(rows), len(sample_lines), console
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -283,15 +288,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         out, inputs = Path(args.output), [Path(p) for p in args.inputs]
-        n_rows, n_samples = run(out, inputs, overwrite=args.overwrite)
+        n_rows, n_samples, console = run(out, inputs, overwrite=args.overwrite)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     except MergeError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
-    from benchmarks import report
-
-    print(report.render_console(results.read_rows(out)), end="")
+    print(console, end="")
     print(f"\nmerged {n_rows} row(s) and {n_samples} sample record(s) from {len(inputs)} input(s) "
           f"into {out}, {results.samples_path(out)} and {results.markdown_path(out)}",
           file=sys.stderr)

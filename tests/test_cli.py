@@ -240,3 +240,15 @@ def test_bad_input_in_process(case, capsys, monkeypatch, tmp_path):
         assert text in lines[0], lines[0]
     assert out == ""
     assert sorted(p.name for p in tmp_path.iterdir()) in (["d.csv"], ["d.csv", "results"])
+
+
+def test_resume_refuses_a_file_with_other_columns(capsys, tmp_path):
+    # An older harness's file: --resume would append rows under another header.
+    old = tmp_path / "old.csv"
+    text = "dev,name,batch_size,speedup,backend,status\ncpu,resnet18,1,1.5,eager,pass\n"
+    old.write_text(text)
+    argv = ["--only", "resnet18", "--backend", "eager", "--output", str(old), "--resume"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot --resume {old}" in err and "--overwrite" in err
+    assert old.read_text() == text

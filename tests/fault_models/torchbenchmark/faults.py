@@ -19,7 +19,7 @@ from torch import nn
 IN_FEATURES = 8
 FLOOD_BYTES = 20 * 1024 * 1024
 HANG_SECONDS = 3600
-SLOW_SECONDS = 0.4
+SLOW_SECONDS = 0.1
 
 
 class TinyMLP(nn.Module):
