@@ -97,6 +97,7 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _check_numbers(args)  # before the slow imports: a typo should fail at once
     from . import settings as settings_mod
     from . import suite
 

@@ -98,6 +98,7 @@ def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
                 code = proc.wait(timeout=config.timeout)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
+                _keep_log(config, name, log)
                 return worker.failed(config, base, "timeout", f"no result after {config.timeout:g} s")
         if code == 0 and out.exists():
             data = json.loads(out.read_text())

@@ -75,6 +75,8 @@ def _cell(row: pd.Series | None) -> str:
         return MISSING
     if not _passed(row):
         return str(row["status"])
+    if not _finite(row["speedup"]) and isinstance(row.get("accuracy"), str):
+        return row["accuracy"]  # an --accuracy run measures no speedup
     return _format_speedup(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"])
 
 

@@ -133,3 +133,9 @@ def test_compiler_metrics_table_only_when_recorded():
     assert cells["compiles/iter"] == "0" and cells["execute ms/iter"] == "12.5"
     assert cells["fallback ops"] == "histc" and "host ms/iter" not in cells
     assert "## Compiler metrics" in report.render_markdown(pd.DataFrame([row]))
+
+
+def test_accuracy_rows_show_their_verdict():
+    row = dict(SAMPLE_ROWS[0], speedup=NAN, speedup_ci_low=NAN, speedup_ci_high=NAN, accuracy="pass")
+    _, rows = report.speedup_table(pd.DataFrame([row]))
+    assert rows[0][2] == "pass"
