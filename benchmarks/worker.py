@@ -178,15 +178,19 @@ def _accuracy_fields(runner, inputs, reference, tolerance, cosine) -> dict:
     """Run the backend twice (first call and replay) and compare both."""
     try:
         placed = runner.prepare(inputs)
-        checks = [accuracy.compare(reference, accuracy.to_cpu(runner.step(placed)), tolerance, cosine)
-                  for _ in range(2)]
+        checks = []
+        for phase in ("first", "warmup"):
+            runner.probe.before()
+            out = runner.step(placed)
+            runner.probe.after(phase)
+            checks.append(accuracy.compare(reference, accuracy.to_cpu(out), tolerance, cosine))
     except Exception as err:  # noqa: BLE001 - reported as the row
         status = failure_status(err, "fail_to_run")
         return {"status": status, "accuracy": status, "error": first_line(err)}
     worst = max(checks, key=lambda c: c.max_error)
     verdict = "pass" if all(c.ok for c in checks) else "fail_accuracy"
     return {"status": verdict, "accuracy": verdict, "max_error": worst.max_error,
-            "error": None if worst.ok else worst.reason}
+            "error": None if worst.ok else worst.reason, **runner.probe.summary()}
 
 
 def _plain(value):
