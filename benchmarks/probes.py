@@ -83,6 +83,8 @@ class Probe:
             "first_call_execute_s": first["ExecuteTime.ns"] / 1e9,
             "compiles_per_iter": (timed["UncachedCompile"] + timed["CachedCompile"]) / n if n else None,
             "execute_ms": timed["ExecuteTime.ns"] / 1e6 / n if n else None,
+            # XLA graphs run per iteration: one per traced-once partition.
+            "executes_per_iter": timed["ExecuteTime.n"] / n if n else None,
             "host_ms": stats.median(self.host_s) * 1e3 if self.host_s else None,
             "fallback_ops": " ".join(sorted(
                 k.removeprefix("aten::") for k, v in (first + later).items()

@@ -135,6 +135,7 @@ METRICS = {
     "of it XLA compile s": "first_call_compile_s",
     "compiles/iter": "compiles_per_iter",
     "execute ms/iter": "execute_ms",
+    "graphs run/iter": "executes_per_iter",
     "host ms/iter": "host_ms",
     "baseline host ms/iter": "baseline_host_ms",
     "dynamo graphs": "dynamo_graphs",

@@ -96,6 +96,7 @@ COLUMNS: list[Column] = [
     Column("recompiles", "Int64", required=False),  # graphs captured after the first call
     Column("fallback_ops", "str", required=False),  # ops run on CPU by torch_xla, space-separated
     Column("unstable", "str", required=False),  # why the measurement may be unreliable
+    Column("executes_per_iter", "float64", required=False),  # XLA graphs run per iteration
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]

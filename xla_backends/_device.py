@@ -88,3 +88,11 @@ def run_on_xla(fn, args, positions):
         return t.to(host) if is_xla(t) else t
 
     return pytree.tree_map_only(torch.Tensor, back, out)
+
+
+def fallback_counts() -> dict[str, int]:
+    """How often each op has fallen back to the CPU so far (torch_xla's
+    ``aten::*`` counters)."""
+    import torch_xla.debug.metrics as met
+
+    return {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")}

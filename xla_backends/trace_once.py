@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils import _pytree as pytree
 
-from ._device import host_positions, run_on_xla, tensor_uid
+from ._device import fallback_counts, host_positions, run_on_xla, tensor_uid
 
 # mark_step's recurrence for the device RNG seed: replaying advances the seed
 # the same way a lazy step does, so random ops draw fresh numbers every call.
@@ -123,26 +123,52 @@ def _build(gm, args):
     try:
         trace = _Trace.run(gm, args)
         fell_back = fallbacks.new_ops()
-        runner = _runner_for(trace, gm, fell_back)
+        runner = _runner_for(trace, gm, args, fell_back)
     finally:
         X._xla_set_rng_seed(rng_seed, device)
     return runner
 
 
-def _runner_for(trace, gm, fell_back):
+def _runner_for(trace, gm, args, fell_back):
     if fell_back:
-        warnings.warn(
-            f"torchxla_trace_once: graph runs ops with no XLA lowering ({', '.join(fell_back)}); "
-            "it is re-traced on every call instead of replayed",
-            stacklevel=3,
-        )
-        return Lazy(gm, fell_back)
+        return _split(gm, args, fell_back)
     off_device = trace.off_device_outputs()
     if off_device:
         # A host tensor computed by the graph (``x.cpu()``) is produced
         # during the trace, not by the executable: replaying would freeze it.
         return Lazy(gm, [], reason=f"returns {off_device} tensor(s) off the XLA device")
     return Replay(trace.plan(), gm)
+
+
+def _split(gm, args, fell_back):
+    """A graph with ops that fall back to the CPU: traced-once partitions
+    around the nodes that ran them, those nodes run eagerly in between."""
+    from .partition import fallback_nodes, split
+
+    # A second trace, node by node, on fresh shadows: the caller's tensors
+    # stay untouched.
+    nodes = _Trace.run(lambda *shadows: fallback_nodes(gm, shadows), args).out
+    if not nodes:  # not attributable to a node: run the whole graph lazily
+        warnings.warn(f"torchxla_trace_once: graph runs ops with no XLA lowering "
+                      f"({', '.join(fell_back)}); it is re-traced on every call", stacklevel=4)
+        return Lazy(gm, fell_back)
+    fused, n_graphs = split(gm, nodes, lambda region: TraceOnce(region))
+    ops = sorted({op for found in nodes.values() for op in found})
+    warnings.warn(f"torchxla_trace_once: graph runs ops with no XLA lowering ({', '.join(ops)}); "
+                  f"they run eagerly between {n_graphs} traced-once graph(s)", stacklevel=4)
+    return Partitioned(fused, ops, n_graphs)
+
+
+class Partitioned:
+    """A graph split around its CPU-fallback nodes (``partition.split``)."""
+
+    def __init__(self, fused, fallback_ops, n_graphs):
+        self.fused = fused
+        self.fallback_ops = fallback_ops
+        self.n_graphs = n_graphs
+
+    def __call__(self, args):
+        return self.fused(*args)
 
 
 class Lazy:
@@ -166,9 +192,7 @@ class _FallbackCounter:
 
     @staticmethod
     def _counts() -> dict:
-        import torch_xla.debug.metrics as met
-
-        return {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")}
+        return fallback_counts()
 
     def new_ops(self) -> list[str]:
         after = self._counts()
@@ -424,9 +448,10 @@ class Replay:
             return self._outputs(args, self._run(self._hash, inputs))
         if "Failed to get computation by hash" in msg and self.gm is not None:
             # XLA's cache (XLA_COMPILATION_CACHE_SIZE entries) dropped our
-            # executable: trace and compile again, then run.
+            # executable: trace and compile again, then run (once: a second
+            # failure is raised).
             self._retrace(args)
-            return self(args)
+            return self._outputs(args, self._run(self._hash, self.graph_inputs(args)))
         raise err
 
     def _retrace(self, args) -> None:
@@ -481,7 +506,7 @@ def _value(kind, payload, args, results, pre, leaves):
     if kind == _SAME:
         return leaves[payload]
     if kind == _FRESH:
-        return leaves[payload]
+        return leaves[payload].clone()
     if isinstance(payload, torch.Tensor):
         # A fresh tensor each call: a caller editing it must not change the
         # next call's result.

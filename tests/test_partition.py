@@ -1,0 +1,178 @@
+"""Graphs with ops that have no XLA lowering: split around them, traced once.
+
+Each test compiles a small function with ``torchxla_trace_once``, calls it
+several times with changing inputs and compares with eager on the host.
+"""
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import torch_xla
+import torch_xla.debug.metrics as met
+
+import xla_backends  # noqa: F401 - registers the backends
+from xla_backends.partition import PREFIX, fallback_nodes
+from xla_backends.trace_once import Partitioned, TraceOnce
+
+ROOT = Path(__file__).resolve().parent.parent
+DEVICE = torch_xla.device()
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _median(x):
+    return x.median(dim=-1, keepdim=True).values
+
+
+def at_start(x):
+    return torch.relu(_median(x) * 2 + x).sum(dim=0)
+
+
+def in_middle(x):
+    h = torch.tanh(x @ x.T)
+    return torch.sigmoid(h - _median(h)) * 3
+
+
+def at_end(x):
+    h = (x * 2).exp()
+    return torch.histc(h, bins=5, min=0.0, max=4.0)
+
+
+def several(x):
+    a = _median(x)  # start
+    h = torch.relu(x - a) * 1.5
+    b = torch.histc(h, bins=4, min=0.0, max=2.0)  # middle
+    h = h + b.sum()
+    return h, torch.bucketize(h, torch.tensor([0.5, 1.0], device=h.device))  # end
+
+
+def feeds_several(x):
+    m = _median(x)  # its output feeds two XLA regions
+    left = torch.sin(x) + m
+    right = torch.histc(left, bins=3, min=-1.0, max=1.0)
+    return left * 2, right + m.sum()
+
+
+def _graphs(fn):
+    """The partitioned runners dynamo built for ``fn`` (one FX graph here)."""
+    backends = []
+
+    def capture(gm, example_inputs):
+        compiled = TraceOnce(gm)
+        backends.append(compiled)
+        return compiled
+
+    return torch.compile(fn, backend=capture), backends
+
+
+def _check_against_eager(fn, shapes=((4, 6),) * 3 + ((5, 6),), calls=None):
+    compiled, backends = _graphs(fn)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for shape in shapes:
+            x = torch.rand(*shape) * 2
+            out = compiled(x.to(DEVICE))
+            expected = fn(x)
+            got = out if isinstance(out, tuple) else (out,)
+            want = expected if isinstance(expected, tuple) else (expected,)
+            for g, w in zip(got, want):
+                assert g.device.type == "xla"
+                torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=1e-5)
+    runners = [r for b in backends for r in b.runners]
+    return runners, [str(w.message) for w in caught if "no XLA lowering" in str(w.message)]
+
+
+@pytest.mark.parametrize("fn,ops,graphs", [
+    (at_start, ["aten::median.dim_values"], 1),
+    (in_middle, ["aten::median.dim_values"], 2),
+    (at_end, ["aten::histc"], 1),
+    (several, ["aten::bucketize.Tensor", "aten::histc", "aten::median.dim_values"], 2),
+    (feeds_several, ["aten::histc", "aten::median.dim_values"], 2),
+])
+def test_split_around_fallbacks_matches_eager(fn, ops, graphs):
+    runners, messages = _check_against_eager(fn)
+    split = [r for r in runners if isinstance(r, Partitioned)]
+    # One split graph per input shape (a new shape is a new dynamo graph).
+    assert len(split) == 2
+    assert all(r.fallback_ops == ops for r in split)
+    assert all(r.n_graphs == graphs for r in split)
+    # One warning per split graph, naming the ops.
+    assert len(messages) == 2 and all(op in messages[0] for op in ops)
+
+
+def test_partitions_are_traced_once():
+    compiled, _ = _graphs(in_middle)
+    x = torch.rand(4, 6).to(DEVICE)
+    compiled(x)  # builds: detection, partitions, compiles
+    compiled(x)
+    met.clear_all()
+    for _ in range(3):
+        out = compiled(torch.rand(4, 6).to(DEVICE))
+    out.cpu()
+    assert met.counter_value("UncachedCompile") in (None, 0)
+    # Two XLA partitions, each one execution per call.
+    assert met.metric_data("ExecuteTime")[0] >= 6
+
+
+def test_fallback_nodes_found_by_name():
+    gm = torch.fx.symbolic_trace(in_middle)
+    x = torch.rand(4, 6).to(DEVICE)
+    found = fallback_nodes(gm, (x,))
+    assert [n.target for n in found] == ["median"]
+    assert list(found.values()) == [["aten::median.dim_values"]]
+
+
+def test_in_place_update_and_rng_across_a_split():
+    def fn(x, buf):
+        buf.add_(1)
+        h = torch.nn.functional.dropout(x, 0.5, training=True) + _median(x)
+        return h * buf.sum()
+
+    compiled = torch.compile(fn, backend="torchxla_trace_once")
+    x = torch.ones(4, 8)
+    buf = torch.zeros(3).to(DEVICE)
+    outs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(3):
+            out = compiled(x.to(DEVICE), buf).cpu()
+            h = out / (3 * (i + 1))  # buf.sum() after i + 1 updates
+            outs.append(h > 2)  # x is all ones: dropout keeps 2 or drops to 0, median adds 1
+            assert buf.cpu().tolist() == [i + 1.0] * 3  # the update reaches the caller
+    assert not all(torch.equal(outs[0], o) for o in outs[1:])  # fresh dropout masks
+
+
+def test_split_module_has_named_partitions():
+    compiled, backends = _graphs(several)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(torch.rand(4, 6).to(DEVICE))
+    (runner,) = backends[0].runners
+    names = [n for n, _ in runner.fused.named_children()]
+    assert names == [f"{PREFIX}0", f"{PREFIX}1"] or sorted(names) == names
+
+
+def test_harness_reports_fallback_ops_and_accuracy(tmp_path):
+    """The harness on a model with CPU-fallback ops: accuracy equal to eager,
+    fallback ops in the row and in the report."""
+    out = tmp_path / "acc.csv"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "tests" / "fault_models"), PJRT_DEVICE="CPU")
+    proc = subprocess.run(
+        [sys.executable, "runner.py", "--accuracy", "--suite", "torchbench", "--only", "fallback_mlp",
+         "--backend", "torchxla_trace_once", "--output", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    row = pd.read_csv(out).iloc[0]
+    assert row["accuracy"] == "pass" and row["status"] == "pass"
+    assert set(row["fallback_ops"].split()) == {"histc", "median.dim_values"}
+    assert "median.dim_values" in out.with_suffix(".md").read_text()
