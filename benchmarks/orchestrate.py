@@ -24,8 +24,6 @@ from tqdm import tqdm
 from . import plots, report, results, worker
 from .config import RunConfig
 
-LOG_TAIL_LINES = 40
-
 
 def run(config: RunConfig) -> Path:
     """Benchmark every model of ``config``; returns the CSV's path."""
@@ -43,6 +41,7 @@ def run(config: RunConfig) -> Path:
             # Samples first: a row in the CSV always has its samples beside it.
             results.append_samples(results.samples_path(csv_path), result.samples)
             results.append_rows(csv_path, result.rows)
+        progress.set_postfix_str("done")
     return csv_path
 
 
