@@ -136,7 +136,14 @@ def run_against_eager(backend, model, make_inputs, *, device, calls=3, between=N
     is_module = isinstance(model, torch.nn.Module)
     eager = copy.deepcopy(model).to(reference_device) if is_module else model
     ours = copy.deepcopy(model).to(device) if is_module else model
-    compiled = torch.compile(ours, backend=backend, **(compile_kwargs or {}))
+    graphs = []
+    compile_graph = torch._dynamo.lookup_backend(backend)
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return compile_graph(gm, example_inputs)
+
+    compiled = torch.compile(ours, backend=counting, **(compile_kwargs or {}))
     # Tensors eager puts on its device, ours must put on ours; others (a
     # ``.cpu()`` in the graph) stay where eager puts them.
     devices = {torch.device(reference_device).type: torch.device(device).type}
@@ -147,6 +154,8 @@ def run_against_eager(backend, model, make_inputs, *, device, calls=3, between=N
         expected = eager(*eager_in)
         actual = compiled(*our_in)
         where = f"call {call}"
+        # A model that dynamo does not capture runs eagerly and proves nothing.
+        assert graphs, f"{where}: dynamo compiled no graph with {backend}"
         assert_same(actual, expected, f"{where}: output", atol, rtol, devices)
         assert identity_pattern(actual, our_in) == identity_pattern(expected, eager_in), \
             f"{where}: outputs alias inputs/each other differently from eager"
