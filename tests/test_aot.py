@@ -2,7 +2,6 @@
 traced once, compared with eager training step after step."""
 import copy
 
-import pytest
 import torch
 import torch_xla
 import torch_xla.debug.metrics as met
@@ -11,13 +10,6 @@ from torch import nn
 import xla_backends  # noqa: F401 - registers the backends
 
 DEVICE = torch_xla.device()
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def _mlp():

@@ -23,13 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DEVICE = torch_xla.device()
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
 def _median(x):
     return x.median(dim=-1, keepdim=True).values
 
