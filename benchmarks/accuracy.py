@@ -8,6 +8,7 @@ error it saw, so a failing row says by how much it failed.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -32,14 +33,17 @@ def compare(reference, output, tolerance: float, cosine: bool = False) -> Check:
     ref_leaves, ref_spec = pytree.tree_flatten(reference)
     out_leaves, out_spec = pytree.tree_flatten(output)
     if ref_spec != out_spec:
-        return Check(False, float("inf"), f"output structure differs: {out_spec} vs {ref_spec}")
+        reason = " ".join(f"output structure differs: {out_spec} vs {ref_spec}".split())
+        return Check(False, float("inf"), reason)
     worst, reasons = 0.0, []
     for i, (ref, out) in enumerate(zip(ref_leaves, out_leaves)):
         ok, error, reason = _compare_leaf(ref, out, tolerance, cosine)
-        worst = max(worst, error)
+        if math.isnan(error) or error > worst:  # max() would drop a NaN
+            worst = error
         if not ok:
             reasons.append(f"output {i}: {reason}")
-    return Check(not reasons, worst, "; ".join(reasons) or None)
+    # One line: the reason lands in a CSV cell (pytree specs print on several).
+    return Check(not reasons, worst, " ".join("; ".join(reasons).split()) or None)
 
 
 def _compare_leaf(ref, out, tolerance, cosine):

@@ -11,6 +11,7 @@ import csv
 import difflib
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -236,8 +237,11 @@ def check_output(csv_path: Path, *, resume: bool, overwrite: bool) -> None:
     if overwrite:
         from .results import markdown_path, samples_path
 
-        for path in (csv_path, samples_path(csv_path), markdown_path(csv_path)):
+        # Everything an earlier run wrote beside the CSV, so nothing stale stays.
+        for path in (csv_path, samples_path(csv_path), markdown_path(csv_path),
+                     csv_path.with_suffix(".png")):
             path.unlink(missing_ok=True)
+        shutil.rmtree(csv_path.with_suffix(".logs"), ignore_errors=True)
 
 
 def _check_resumable(csv_path: Path) -> None:

@@ -32,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated (default {','.join(NIGHTLY_BACKENDS)})")
     parser.add_argument("runner_args", nargs="*", help="extra runner.py flags, after --")
     args = parser.parse_args(argv)
+    owned = {"--output", "--output-directory", "--resume", "--overwrite", "--backend"}
+    clash = sorted(owned.intersection(a.split("=")[0] for a in args.runner_args))
+    if clash:
+        parser.error(f"the nightly job sets {', '.join(clash)} itself")
     root = Path(args.root)
     tonight = root / args.date
     csv_path = tonight / RESULT

@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 from tqdm import tqdm
 
 from . import plots, report, results, worker
@@ -67,6 +68,8 @@ def completed(config: RunConfig) -> set[tuple[str, str]]:
         if row.name not in config.models:
             continue
         expected = worker.row_base(config, row.name)
+        if pd.isna(row.batch_size):
+            continue
         if (row.dev, row.baseline, int(row.batch_size)) == (
                 expected["dev"], expected["baseline"], expected["batch_size"]):
             done.add((row.name, row.backend))
@@ -105,9 +108,16 @@ def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
         tail = _tail(log)
         _keep_log(config, name, log)
         if code < 0:
-            sig = signal.Signals(-code).name
+            sig = _signal_name(-code)
             return worker.failed(config, base, "crashed", f"killed by {sig}: {tail}".rstrip(": "))
         return worker.failed(config, base, "fail_to_run", tail or f"worker exited with {code}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # real-time signals have no name
+        return f"signal {number}"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

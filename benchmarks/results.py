@@ -45,6 +45,9 @@ FAILURE_STATUSES = (
     "timeout",
     "crashed",
     "OOM",
+    "fail_accuracy",
+    "eager_two_runs_differ",
+    "skipped",  # configs/ says why: the row's error
 )
 
 SAMPLE_ROLES = ("baseline", "backend")
@@ -302,15 +305,15 @@ def sample_record(
     }
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """JSON-ready copy of ``value``: numpy to Python, nan/inf to null.
 
     Strict JSON has no NaN; null keeps the file readable by jq and friends.
     """
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -323,7 +326,7 @@ def _json_line(record: Mapping[str, Any]) -> bytes:
         raise TypeError(f"sample records are dicts, got {type(record).__name__}")
     full = {**record, "schema_version": record.get("schema_version", SCHEMA_VERSION)}
     # json.dumps escapes newlines inside strings, so a record is always one line.
-    return (json.dumps(_plain(full), allow_nan=False) + "\n").encode("utf-8")
+    return (json.dumps(plain(full), allow_nan=False) + "\n").encode("utf-8")
 
 
 def append_samples(jsonl_path: str | os.PathLike, records: list[Mapping[str, Any]]) -> None:

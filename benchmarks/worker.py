@@ -34,7 +34,7 @@ class ModelResult:
     samples: list[dict] = field(default_factory=list)
 
     def to_json(self) -> str:
-        return json.dumps({"rows": self.rows, "samples": self.samples}, default=_plain)
+        return json.dumps(results.plain({"rows": self.rows, "samples": self.samples}))
 
 
 def row_base(config: RunConfig, name: str) -> dict:
@@ -54,6 +54,9 @@ def run_model(config: RunConfig, name: str) -> ModelResult:
     except Exception as err:  # noqa: BLE001 - reported as the model's rows
         return failed(config, base, failure_status(err, "model_fail_to_load"), err)
     base["batch_size"] = bench.batch_size
+    skip = settings.skip_reason(config.training)
+    if skip:
+        return failed(config, base, "skipped", skip)
     if config.mode == "accuracy":
         return _run_accuracy(config, bench, settings, base)
     return _run_performance(config, bench, base)
@@ -87,11 +90,26 @@ def failure_status(err: BaseException, default: str) -> str:
 BASELINE_KEY = "<baseline>"
 
 
-def _runners(config: RunConfig, module):
-    baseline = placement.baseline_runner(module, config.use_xla_baseline, config.training)
-    baseline = dataclasses.replace(baseline, name=BASELINE_KEY)
-    return [baseline] + [placement.backend_runner(module, b, config.training)
-                         for b in config.backends]
+def _baseline_runner(config: RunConfig, module):
+    runner = placement.baseline_runner(module, config.use_xla_baseline, config.training)
+    return dataclasses.replace(runner, name=BASELINE_KEY)
+
+
+def _backend_runners(config: RunConfig, module, base: dict, result: ModelResult) -> list:
+    """A runner per backend; a backend whose runner cannot even be built
+    (the module does not move to its device...) gets its failed row now."""
+    runners = []
+    for backend in config.backends:
+        try:
+            runners.append(placement.backend_runner(module, backend, config.training))
+        except Exception as err:  # noqa: BLE001 - reported as the backend's row
+            result.rows.append(_failed_row(base, backend, err))
+    return runners
+
+
+def _failed_row(base: dict, backend: str, err: BaseException) -> dict:
+    status = failure_status(err, "fail_to_run")
+    return {**base, "backend": backend, "status": status, "error": first_line(err)}
 
 
 def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
@@ -100,19 +118,21 @@ def _run_performance(config: RunConfig, bench, base: dict) -> ModelResult:
     def draw(i):
         return bench.example_inputs() if i == 0 else bench.random_inputs(generator)
 
-    runners = _runners(config, bench.module)
+    try:
+        baseline_runner = _baseline_runner(config, bench.module)
+    except Exception as err:  # noqa: BLE001 - reported as the model's rows
+        return failed(config, base, failure_status(err, "eager_fail_to_run"), err)
+    result = ModelResult()
+    runners = [baseline_runner] + _backend_runners(config, bench.module, base, result)
     probes = {r.name: r.probe for r in runners}
     timings = measure(runners, draw, warmup=config.warmup,
                       repeat=config.repeat, randomize=config.randomize_input)
     baseline = timings.pop(BASELINE_KEY)
     if not baseline.ok:
         return failed(config, base, failure_status(baseline.error, "eager_fail_to_run"), baseline.error)
-    result = ModelResult()
     for backend, timing in timings.items():
         if not timing.ok:
-            status = failure_status(timing.error, "fail_to_run")
-            result.rows.append({**base, "backend": backend, "status": status,
-                                "error": first_line(timing.error)})
+            result.rows.append(_failed_row(base, backend, timing.error))
             continue
         result.rows.append({**base, "backend": backend, **_speedup_fields(baseline, timing),
                             **probes[backend].summary(),
@@ -151,39 +171,50 @@ def _baseline_fields(summary: dict) -> dict:
 
 
 def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult:
+    """Compare each backend's outputs with the baseline's on the same inputs.
+
+    Inference compares a backend's first call and its second (a replay).
+    A training step updates the weights, so only first steps are comparable:
+    every check then runs on a fresh copy of the model. Each check starts
+    from the same torch seed.
+    """
     inputs = bench.example_inputs()
-    runners = _runners(config, bench.module)
-    baseline, backends = runners[0], runners[1:]
+    tolerance = settings.tolerance(xla=config.use_xla_baseline)
     try:
-        placed = baseline.prepare(inputs)
-        reference = accuracy.to_cpu(baseline.step(placed))
-        again = accuracy.to_cpu(baseline.step(placed))
+        baseline = _baseline_runner(config, bench.module)
+        reference = _outputs(baseline, inputs, config.seed)
+        if config.training:
+            baseline = _baseline_runner(config, bench.module)
+        again = _outputs(baseline, inputs, config.seed)
     except Exception as err:  # noqa: BLE001 - reported as the model's rows
         return failed(config, base, failure_status(err, "eager_fail_to_run"), err)
-    tolerance = settings.tolerance(xla=config.use_xla_baseline)
     check = accuracy.compare(reference, again, tolerance, settings.cosine)
     if not check.ok:
         return failed(config, base, "eager_two_runs_differ",
                       f"baseline disagrees with itself: max error {check.max_error:.3g}")
     result = ModelResult()
-    for runner in backends:
+    calls = 1 if config.training else 2
+    for runner in _backend_runners(config, bench.module, base, result):
         xla = config.use_xla_baseline or placement.runs_on_xla(runner.name)
         result.rows.append({**base, "backend": runner.name,
-                            **_accuracy_fields(runner, inputs, reference,
+                            **_accuracy_fields(runner, inputs, reference, calls, config.seed,
                                                settings.tolerance(xla=xla), settings.cosine)})
     return result
 
 
-def _accuracy_fields(runner, inputs, reference, tolerance, cosine) -> dict:
-    """Run the backend twice (first call and replay) and compare both."""
+def _outputs(runner, inputs, seed, phase="first"):
+    """One step of ``runner`` on ``inputs``, its outputs on the host."""
+    torch.manual_seed(seed)
+    runner.probe.before()
+    out = runner.step(runner.prepare(inputs))
+    runner.probe.after(phase)
+    return accuracy.to_cpu(out)
+
+
+def _accuracy_fields(runner, inputs, reference, calls, seed, tolerance, cosine) -> dict:
     try:
-        placed = runner.prepare(inputs)
-        checks = []
-        for phase in ("first", "warmup"):
-            runner.probe.before()
-            out = runner.step(placed)
-            runner.probe.after(phase)
-            checks.append(accuracy.compare(reference, accuracy.to_cpu(out), tolerance, cosine))
+        checks = [accuracy.compare(reference, _outputs(runner, inputs, seed, phase), tolerance, cosine)
+                  for phase in ("first", "warmup")[:calls]]
     except Exception as err:  # noqa: BLE001 - reported as the row
         status = failure_status(err, "fail_to_run")
         return {"status": status, "accuracy": status, "error": first_line(err)}
@@ -191,12 +222,6 @@ def _accuracy_fields(runner, inputs, reference, tolerance, cosine) -> dict:
     verdict = "pass" if all(c.ok for c in checks) else "fail_accuracy"
     return {"status": verdict, "accuracy": verdict, "max_error": worst.max_error,
             "error": None if worst.ok else worst.reason, **runner.probe.summary()}
-
-
-def _plain(value):
-    if isinstance(value, float):
-        return value
-    return str(value)
 
 
 def main(argv: list[str] | None = None) -> int:
