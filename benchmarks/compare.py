@@ -39,7 +39,6 @@ earlier attempt.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from dataclasses import asdict, dataclass
@@ -155,17 +154,10 @@ class _Side:
 # Loading
 
 
-def _finite(value: Any) -> bool:
-    return value is not None and not pd.isna(value) and math.isfinite(value)
-
-
 def _status(row: pd.Series) -> str:
-    # An empty status with a number is an older/foreign file that only wrote
-    # passing rows (PyTorch's harness); benchmarks.report reads it the same way.
-    status = row["status"]
-    if pd.isna(status):
-        return results.STATUS_PASS if _finite(row["speedup"]) else "unknown"
-    return str(status)
+    if results.passed(row):
+        return results.STATUS_PASS
+    return "unknown" if pd.isna(row["status"]) else str(row["status"])
 
 
 def _setting(value: Any) -> Any:
@@ -188,13 +180,13 @@ def _backend_samples(jsonl_path: Path) -> dict[tuple[str, str], tuple[float, ...
         if record.get("role") != "backend":
             continue
         # nan was stored as null; a sample that is not a finite number is dropped.
-        samples = tuple(float(s) for s in record.get("samples_s") or () if _finite(s))
+        samples = tuple(float(s) for s in record.get("samples_s") or () if results.is_finite(s))
         found[(record["name"], record["backend"])] = samples
     return found
 
 
 def _load_run(csv_path: str | os.PathLike) -> dict[tuple[str, str], _Side]:
-    df = results.read_rows(csv_path).drop_duplicates(subset=["name", "backend"], keep="last")
+    df = results.latest(results.read_rows(csv_path))
     samples = _backend_samples(results.samples_path(csv_path))
     run = {}
     for _, row in df.iterrows():
@@ -202,8 +194,8 @@ def _load_run(csv_path: str | os.PathLike) -> dict[tuple[str, str], _Side]:
         run[key] = _Side(
             status=_status(row),
             settings=tuple(_setting(row[s]) for s in SETTINGS),
-            abs_latency_ms=float(row["abs_latency"]) if _finite(row["abs_latency"]) else NAN,
-            speedup=float(row["speedup"]) if _finite(row["speedup"]) else NAN,
+            abs_latency_ms=float(row["abs_latency"]) if results.is_finite(row["abs_latency"]) else NAN,
+            speedup=float(row["speedup"]) if results.is_finite(row["speedup"]) else NAN,
             samples_s=samples.get(key, ()),
             # Optional column (schema v1 files lack it): the first line of a failure.
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
@@ -250,8 +242,8 @@ def _p_value(old: _Side, new: _Side, min_samples: int) -> tuple[float, str]:
 
 
 def _judge_measured(change: float, p_value: float, threshold: float, alpha: float) -> str:
-    significant = _finite(p_value) and p_value < alpha
-    if significant and _finite(change) and abs(change) >= threshold:
+    significant = results.is_finite(p_value) and p_value < alpha
+    if significant and results.is_finite(change) and abs(change) >= threshold:
         return SLOWER if change > 0 else FASTER
     return NO_CHANGE
 
@@ -298,7 +290,7 @@ def _row(
         note = _shorten(new.error) if not new.passed else ""
         return RowComparison(mark=status_mark, note=note, **base)
     old_ms, new_ms, source_note = _latencies(old, new)
-    change = new_ms / old_ms - 1 if _finite(old_ms) and _finite(new_ms) and old_ms > 0 else NAN
+    change = new_ms / old_ms - 1 if results.is_finite(old_ms) and results.is_finite(new_ms) and old_ms > 0 else NAN
     p_value, test_note = _p_value(old, new, min_samples)
     base.update(old_latency_ms=old_ms, new_latency_ms=new_ms, change=change, p_value=p_value)
     mark = _judge_measured(change, p_value, threshold, alpha)
@@ -327,7 +319,7 @@ def compare(
     old_run, new_run = _load_run(old_csv), _load_run(new_csv)
     keys = sorted(set(old_run) | set(new_run))
     rows = [_row(k, old_run.get(k), new_run.get(k), threshold, alpha, min_samples) for k in keys]
-    ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and _finite(row.change)]
+    ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and results.is_finite(row.change)]
     return Comparison(
         rows=rows,
         old_label=Path(old_csv).name,
@@ -354,24 +346,24 @@ def _latency_cell(status: str | None, latency_ms: float) -> str:
         return "-"
     if status != results.STATUS_PASS:
         return status
-    return f"{latency_ms:.3f}" if _finite(latency_ms) else "n/a"
+    return f"{latency_ms:.3f}" if results.is_finite(latency_ms) else "n/a"
 
 
 def _change_cell(change: float) -> str:
-    return f"{change:+.1%}" if _finite(change) else "-"
+    return f"{change:+.1%}" if results.is_finite(change) else "-"
 
 
 def _p_cell(p_value: float) -> str:
-    if not _finite(p_value):
+    if not results.is_finite(p_value):
         return "-"
     return "<0.001" if p_value < 0.001 else f"{p_value:.3f}"
 
 
 def _speedup_cell(old: float, new: float, arrow: str) -> str:
     def one(value: float) -> str:
-        return f"{value:.2f}x" if _finite(value) else "-"
+        return f"{value:.2f}x" if results.is_finite(value) else "-"
 
-    if not (_finite(old) or _finite(new)):
+    if not (results.is_finite(old) or results.is_finite(new)):
         return "-"
     return f"{one(old)} {arrow} {one(new)}"
 

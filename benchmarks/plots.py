@@ -17,7 +17,6 @@ and in threads.  Both return the path written.
 """
 from __future__ import annotations
 
-import math
 import os
 import textwrap
 from pathlib import Path
@@ -38,16 +37,9 @@ MARK_COLORS = {
 OTHER_COLOR = "tab:purple"  # a mark with a change but no color of its own
 
 
-def _finite(value) -> bool:
-    return value is not None and not pd.isna(value) and math.isfinite(value)
-
-
-def _passed(row: pd.Series) -> bool:
-    # Same reading as benchmarks.report: empty status + a number = a pass.
-    status = row["status"]
-    if pd.isna(status):
-        return _finite(row["speedup"])
-    return status == results.STATUS_PASS and _finite(row["speedup"])
+def _plotted(row: pd.Series) -> bool:
+    """A row with a bar to draw: passed, with a speedup."""
+    return results.passed(row) and results.is_finite(row["speedup"])
 
 
 def _note(prefix: str, items: list[str], width: int) -> str:
@@ -91,9 +83,9 @@ def plot_speedups(df: pd.DataFrame, png_path: str | os.PathLike, title: str = "S
 
     As in ``benchmarks.report``, the last row of a (model, backend) pair wins.
     """
-    latest = df.drop_duplicates(subset=["name", "backend"], keep="last")
-    ok = latest[latest.apply(_passed, axis=1)] if not latest.empty else latest
-    failed = [f"{r['name']}/{r['backend']} ({r['status']})" for _, r in latest.iterrows() if not _passed(r)]
+    latest = results.latest(df)
+    ok = latest[latest.apply(_plotted, axis=1)] if not latest.empty else latest
+    failed = [f"{r['name']}/{r['backend']} ({r['status']})" for _, r in latest.iterrows() if not _plotted(r)]
     backends = list(pd.unique(latest["backend"].dropna()))
     models = list(pd.unique(ok["name"].dropna()))
 
@@ -134,8 +126,8 @@ def plot_comparison(comparison: compare.Comparison, png_path: str | os.PathLike)
     Pairs without a change (failures, added, removed, not comparable) have no
     bar; they are listed under the chart with their mark.
     """
-    plotted = [row for row in comparison.rows if _finite(row.change)]
-    skipped = [f"{row.name}/{row.backend} ({row.mark})" for row in comparison.rows if not _finite(row.change)]
+    plotted = [row for row in comparison.rows if results.is_finite(row.change)]
+    skipped = [f"{row.name}/{row.backend} ({row.mark})" for row in comparison.rows if not results.is_finite(row.change)]
 
     fig = Figure(figsize=(8.0, max(3.0, 1.5 + 0.35 * len(plotted))), layout="constrained")
     if not plotted:
@@ -153,7 +145,7 @@ def _draw_changes(ax, comparison: compare.Comparison, rows: list[compare.RowComp
     changes = [100 * row.change for row in rows]
     colors = [MARK_COLORS.get(row.mark, OTHER_COLOR) for row in rows]
     bars = ax.barh(y, changes, color=colors)
-    untested = [not _finite(row.p_value) for row in rows]
+    untested = [not results.is_finite(row.p_value) for row in rows]
     for bar, hatched in zip(bars, untested):
         if hatched:  # no test ran: the length alone proves nothing
             bar.set_hatch("//")

@@ -40,32 +40,15 @@ EXPLANATION = (
 # Compute
 
 
-def _latest(df: pd.DataFrame) -> pd.DataFrame:
-    return df.drop_duplicates(subset=["name", "backend"], keep="last")
-
-
 def _unique(series: pd.Series) -> list:
     """Distinct non-missing values in order of first appearance."""
     return list(pd.unique(series.dropna()))
 
 
-def _passed(row: pd.Series) -> bool:
-    # An empty status with a number is an older/foreign file that only wrote
-    # passing rows (PyTorch's harness); treat it as a pass.
-    status = row.get("status")
-    if pd.isna(status):
-        return _finite(row.get("speedup"))
-    return status == results.STATUS_PASS
-
-
-def _finite(value: Any) -> bool:
-    return value is not None and not pd.isna(value) and math.isfinite(value)
-
-
 def _format_speedup(value: float, low: float = math.nan, high: float = math.nan) -> str:
-    if not _finite(value):
+    if not results.is_finite(value):
         return "n/a"
-    if _finite(low) and _finite(high):
+    if results.is_finite(low) and results.is_finite(high):
         return f"{value:.2f}x [{low:.2f}, {high:.2f}]"
     return f"{value:.2f}x"
 
@@ -73,9 +56,9 @@ def _format_speedup(value: float, low: float = math.nan, high: float = math.nan)
 def _cell(row: pd.Series | None) -> str:
     if row is None:
         return MISSING
-    if not _passed(row):
+    if not results.passed(row):
         return str(row["status"])
-    if not _finite(row["speedup"]) and isinstance(row.get("accuracy"), str):
+    if not results.is_finite(row["speedup"]) and isinstance(row.get("accuracy"), str):
         return row["accuracy"]  # an --accuracy run measures no speedup
     return _format_speedup(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"])
 
@@ -86,7 +69,7 @@ def _batch_size(rows: pd.DataFrame) -> str:
 
 
 def _geomean_cell(rows: pd.DataFrame) -> str:
-    passed = [row["speedup"] for _, row in rows.iterrows() if _passed(row) and _finite(row["speedup"])]
+    passed = [row["speedup"] for _, row in rows.iterrows() if results.passed(row) and results.is_finite(row["speedup"])]
     if not passed:
         return MISSING
     return f"{stats.geomean(passed):.2f}x (n={len(passed)})"
@@ -99,7 +82,7 @@ def speedup_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     sorted by name), one column per backend in order of first appearance,
     and a final ``geomean`` row over each backend's passing models.
     """
-    latest = _latest(df)
+    latest = results.latest(df)
     backends = _unique(df["backend"])
     headers = ["name", "batch_size", *backends]
     body = []
@@ -114,11 +97,11 @@ def speedup_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
 def failures(df: pd.DataFrame) -> list[tuple[str, str, str]]:
     """``(name, backend, status)`` of every pair whose latest row did not pass."""
-    latest = _latest(df)
+    latest = results.latest(df)
     return [
         (row["name"], row["backend"], str(row["status"]))
         for _, row in latest.iterrows()
-        if not _passed(row)
+        if not results.passed(row)
     ]
 
 
@@ -152,9 +135,9 @@ def metrics_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     recorded = [c for c in present.values() if c != "compilation_latency"]
     if not recorded or not df[recorded].notna().any().any():
         return [], []
-    latest = _latest(df)
+    latest = results.latest(df)
     rows = [[row["name"], row["backend"], *(_metric(row[c]) for c in present.values())]
-            for _, row in latest.iterrows() if _passed(row)]
+            for _, row in latest.iterrows() if results.passed(row)]
     return ["name", "backend", *present], rows
 
 
@@ -172,7 +155,7 @@ def unstable(df: pd.DataFrame) -> list[tuple[str, str, str]]:
     """``(name, backend, reason)`` of every row flagged as unstable."""
     if "unstable" not in df.columns:
         return []
-    latest = _latest(df)
+    latest = results.latest(df)
     return [(row["name"], row["backend"], row["unstable"]) for _, row in latest.iterrows()
             if isinstance(row["unstable"], str) and row["unstable"]]
 

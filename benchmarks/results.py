@@ -108,6 +108,30 @@ _NEWLINE = b"\n"
 
 
 # --------------------------------------------------------------------------
+# Reading rows: the rules every reader of a result file shares
+
+
+def is_finite(value: Any) -> bool:
+    """A real number: not None, NaN, NA or infinite."""
+    return value is not None and not pd.isna(value) and math.isfinite(value)
+
+
+def passed(row: Mapping[str, Any]) -> bool:
+    """Whether a row passed. An empty status with a speedup is an older or
+    foreign file (PyTorch's harness writes passing rows only): a pass."""
+    status = row.get("status")
+    if pd.isna(status):
+        return is_finite(row.get("speedup"))
+    return status == STATUS_PASS
+
+
+def latest(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (name, backend): the last, as a re-run appended to a file
+    replaces the earlier attempt."""
+    return df.drop_duplicates(subset=["name", "backend"], keep="last")
+
+
+# --------------------------------------------------------------------------
 # Paths
 
 

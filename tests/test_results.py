@@ -260,3 +260,13 @@ def test_sample_record_rejects_unknown_role():
 def test_paths_beside_the_csv():
     assert results.samples_path("results/run_1.csv") == Path("results/run_1.jsonl")
     assert results.markdown_path(Path("/x/run.csv")) == Path("/x/run.md")
+
+
+def test_row_reading_rules():
+    assert results.is_finite(1.5) and not results.is_finite(float("nan")) and not results.is_finite(None)
+    assert results.passed({"status": "pass", "speedup": float("nan")})
+    assert results.passed({"status": np.nan, "speedup": 1.2})  # a PyTorch-harness row
+    assert not results.passed({"status": np.nan, "speedup": np.nan})
+    assert not results.passed({"status": "timeout", "speedup": 1.2})
+    df = pd.DataFrame([_row(speedup=1.0), _row(speedup=2.0), _row(backend="other")])
+    assert results.latest(df)["speedup"].tolist() == [2.0, 1.25]
