@@ -4,6 +4,7 @@ import copy
 
 import torch
 import torch_xla
+import torch_xla.core.xla_model as xm
 import torch_xla.debug.metrics as met
 from torch import nn
 
@@ -69,6 +70,8 @@ def test_forward_and_backward_are_traced_once():
     for _ in range(3):
         _step(compiled, opt, torch.randn(5, 6).to(DEVICE))
         torch_xla.sync()
+    # ExecuteTime is recorded when an execution ends, asynchronously.
+    xm.wait_device_ops()
     assert not met.counter_value("UncachedCompile")
     # Per step, two replayed executables (forward, backward) and two lazy
     # graphs whose compiles are cache hits: the loss gradient, computed
