@@ -219,20 +219,14 @@ def check_output(out: Path, inputs: Sequence[Path], overwrite: bool) -> None:
         raise MergeError(f"output folder {out.parent} is not writable")
 
 
-def _csv_line(values: Sequence[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(values)  # as benchmarks.results writes
-    return buf.getvalue()
-
-
 def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]) -> str:
     """Write OUT.jsonl, then OUT.csv, each renamed into place, then the report
     and plot as a run does; returns the console report."""
     # Imported only once the input is good: it loads torch and matplotlib.
     from benchmarks import orchestrate
 
-    csv_text = _csv_line(results.CSV_COLUMNS) + "".join(
-        _csv_line([row[c] for c in results.CSV_COLUMNS]) for row in rows)
+    csv_text = results.csv_line(results.CSV_COLUMNS) + "".join(
+        results.csv_line([row[c] for c in results.CSV_COLUMNS]) for row in rows)
     samples_text = "".join(line + "\n" for line in sample_lines)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

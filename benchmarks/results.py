@@ -243,10 +243,11 @@ def _cell(value: Any) -> str:
     return text
 
 
-def _csv_line(values: Iterable[str]) -> bytes:
+def csv_line(values: Iterable[str]) -> str:
+    """One CSV record, as every result file of this harness writes it."""
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(list(values))
-    return buf.getvalue().encode("utf-8")
+    return buf.getvalue()
 
 
 def _row_line(row: Mapping[str, Any]) -> bytes:
@@ -254,7 +255,7 @@ def _row_line(row: Mapping[str, Any]) -> bytes:
     if unknown:
         raise ValueError(f"unknown result columns {unknown}; known: {CSV_COLUMNS}")
     full = {"schema_version": SCHEMA_VERSION, **row}
-    return _csv_line(_cell(full.get(name)) for name in CSV_COLUMNS)
+    return csv_line(_cell(full.get(name)) for name in CSV_COLUMNS).encode("utf-8")
 
 
 def append_rows(csv_path: str | os.PathLike, rows: list[Mapping[str, Any]]) -> None:
@@ -265,7 +266,7 @@ def append_rows(csv_path: str | os.PathLike, rows: list[Mapping[str, Any]]) -> N
     Unknown keys raise ``ValueError`` before anything is written.
     """
     lines = [_row_line(row) for row in rows]  # validate all before writing any
-    _append_lines(csv_path, lines, header=_csv_line(CSV_COLUMNS))
+    _append_lines(csv_path, lines, header=csv_line(CSV_COLUMNS).encode("utf-8"))
 
 
 def empty_frame() -> pd.DataFrame:
