@@ -1,17 +1,31 @@
-"""Compare two benchmark runs: which (model, backend) pairs got slower or faster.
+"""Compare two benchmark runs and gate on the result: which (model, backend)
+pairs got slower or faster.
 
 Offers:
 
 * ``compare(old_csv, new_csv, ...) -> Comparison`` -- the computed result: one
   ``RowComparison`` per (model, backend) found in either run, with a mark.
-* ``exit_code(comparison) -> int`` -- 1 when any row is ``slower`` or a
-  ``new failure`` (CI gates on it), else 0.
-* ``render_markdown(comparison)`` / ``render_console(comparison)`` -- strings.
-* ``main(argv) -> int`` -- the command line (``python runner.py compare OLD NEW``).
+* ``exit_code(comparison) -> int`` -- the gate: 1 when a row is ``slower``, a
+  ``new failure`` or ``removed`` (unless allowed), or ``inconclusive`` when
+  told to fail on it; else 0.
+* ``render_markdown`` / ``render_console`` / ``render_json`` -- strings.
+* ``main(argv) -> int`` -- the command line (``python runner.py compare OLD NEW``):
+  0 pass, 1 fail, 2 bad input or an output that cannot be written.
 
 Compute first, render second (the shape of google/benchmark's
 ``get_difference_report`` / ``print_difference_report``): the renderers only
 format what ``compare`` decided, so they are testable against golden files.
+
+**What is judged.** Every run measures its baseline interleaved with each
+backend, repeat by repeat (``benchmarks.measure``), and stores both sample
+lists in the ``.jsonl`` beside its CSV.  Drift between two runs -- another
+job on the machine, a different CPU frequency, another CI machine -- moves
+baseline and backend alike, so the gate judges the per-repeat ratio
+``backend_i / baseline_i`` (below 1 = the backend is faster than the
+baseline), a quantity each run controls, and not the absolute latency, which
+it does not.  Absolute latency is shown for information; ``latency_criterion``
+(``--latency-criterion``) also flags a row whose absolute latency alone got
+significantly slower, for machines quiet and alike enough to trust it.
 
 The rules, in the order they are applied to a (name, backend) pair:
 
@@ -20,30 +34,31 @@ The rules, in the order they are applied to a (name, backend) pair:
    a status changed, because the changed setting may be the reason;
 3. old passed, new did not: ``new failure``; the reverse: ``fixed``; neither
    passed: ``still failing``;
-4. both passed: change = median(new backend samples) / median(old backend
-   samples) - 1, from the raw samples in the ``.jsonl`` beside each CSV.
-   ``slower`` / ``faster`` need BOTH a two-sided Mann-Whitney U test
-   significant at p < alpha AND |change| >= threshold; otherwise ``no change``.
-   The test runs only when each side has >= min_samples samples (below that
-   it cannot reach significance anyway: 3 vs 3 samples give p >= 0.1).  When
-   either side has no samples, the change comes from the CSV's
-   ``abs_latency`` instead.  Untested rows are never ``slower`` / ``faster``:
-   with no idea of the noise, a 10% change is as likely a fluke as real, and
-   a gate that fires on flukes gets switched off.  Their note says
-   "untested" so a reader can still see a large change.
+4. both passed: change = median(new ratios) / median(old ratios) - 1.
+   Fewer than ``min_samples`` paired ratios on either side (or no samples at
+   all): ``inconclusive`` -- too few to test is not "no change".  Otherwise
+   ``slower`` / ``faster`` need BOTH a two-sided Mann-Whitney U test of the
+   two ratio samples significant at p < alpha AND |change| >= threshold;
+   anything else is ``no change``.
 
-Within one file the last row (and the last samples record) of a pair wins,
-as in ``benchmarks.report``: a re-run appended to the same CSV replaces the
-earlier attempt.
+The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
+``allow_removed`` (a nightly that lost a shard must not pass silently); on
+``inconclusive`` only with ``fail_on_inconclusive``.
+
+Within one file the last row (and the last samples record of each role) of a
+pair wins, as in ``benchmarks.report``: a re-run appended to the same CSV
+replaces the earlier attempt.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +70,7 @@ from benchmarks import results, stats
 SLOWER = "slower"
 FASTER = "faster"
 NO_CHANGE = "no change"
+INCONCLUSIVE = "inconclusive"
 NEW_FAILURE = "new failure"
 FIXED = "fixed"
 STILL_FAILING = "still failing"
@@ -63,12 +79,16 @@ ADDED = "added"
 REMOVED = "removed"
 
 # Summary order: what needs attention first.
-MARKS = (SLOWER, NEW_FAILURE, FASTER, FIXED, NO_CHANGE, STILL_FAILING, NOT_COMPARABLE, ADDED, REMOVED)
-GATING_MARKS = frozenset({SLOWER, NEW_FAILURE})
-# Rows whose latency ratio enters the geomean: passed in both, same settings.
+MARKS = (SLOWER, NEW_FAILURE, REMOVED, INCONCLUSIVE, FASTER, FIXED, NO_CHANGE, STILL_FAILING,
+         NOT_COMPARABLE, ADDED)
+# Rows whose change was tested (passed in both runs, same settings, enough
+# samples): their change enters the geomean.
 MEASURED_MARKS = frozenset({SLOWER, FASTER, NO_CHANGE})
 
 SETTINGS = ("dev", "batch_size", "baseline")
+# Optional row columns that tell runs apart in a header (written by some
+# harness versions); a column is used when all rows of a run agree on it.
+RUN_TAG_COLUMNS = ("date", "commit")
 NAN = float("nan")
 
 
@@ -81,10 +101,15 @@ class RowComparison:
     """One (name, backend) pair across the two runs.
 
     A status of ``None`` means the pair is absent from that run; a passing
-    row's status is ``"pass"``.  Latencies are in ms per iteration; ``change``
-    is ``new / old - 1`` (positive = slower) and ``p_value`` the Mann-Whitney
-    p-value, both ``nan`` when not computed.  ``n_old`` / ``n_new`` count the
-    backend timing samples found.  Speedups are the CSV's, for information.
+    row's status is ``"pass"``.  ``old_ratio`` / ``new_ratio`` are the
+    medians of the per-repeat backend/baseline ratios, ``change`` is
+    ``new_ratio / old_ratio - 1`` (positive = slower relative to the
+    baseline) and ``p_value`` the Mann-Whitney p-value of the ratios: these
+    decide the mark.  ``n_old`` / ``n_new`` count the paired ratios.
+    Latencies (ms per iteration, median of the backend samples, else the
+    CSV's) with ``latency_change`` and ``latency_p`` are information unless
+    the latency criterion is on.  Speedups are the CSV's, for information.
+    All numbers are ``nan`` when not computed.
     """
 
     name: str
@@ -101,18 +126,23 @@ class RowComparison:
     old_speedup: float
     new_speedup: float
     note: str = ""
+    old_ratio: float = NAN
+    new_ratio: float = NAN
+    latency_change: float = NAN
+    latency_p: float = NAN
 
     @property
     def ratio(self) -> float:
-        """``new / old`` latency (below 1 = faster)."""
+        """``new / old`` backend/baseline ratio (below 1 = faster)."""
         return 1.0 + self.change
 
 
 @dataclass(frozen=True)
 class Comparison:
     """The result of :func:`compare`: rows sorted by (name, backend), the
-    parameters they were judged with, and the geomean of new/old latency over
-    the ``geomean_n`` rows that passed in both runs with the same settings."""
+    parameters they were judged with, and the geomean of the new/old ratio
+    change over the ``geomean_n`` rows whose change was tested (``slower``,
+    ``faster``, ``no change``)."""
 
     rows: list[RowComparison]
     old_label: str
@@ -122,6 +152,19 @@ class Comparison:
     min_samples: int
     geomean_ratio: float
     geomean_n: int
+    allow_removed: bool = False
+    fail_on_inconclusive: bool = False
+    latency_criterion: bool = False
+
+    @property
+    def gating_marks(self) -> frozenset[str]:
+        """The marks that fail the gate under this comparison's policy."""
+        marks = {SLOWER, NEW_FAILURE}
+        if not self.allow_removed:
+            marks.add(REMOVED)
+        if self.fail_on_inconclusive:
+            marks.add(INCONCLUSIVE)
+        return frozenset(marks)
 
     def counts(self) -> dict[str, int]:
         """Rows per mark, in ``MARKS`` order, marks with no rows left out."""
@@ -136,22 +179,49 @@ class Comparison:
 
 @dataclass(frozen=True)
 class _Side:
-    """One run's view of a (name, backend) pair."""
+    """One run's view of a (name, backend) pair: its row and raw samples."""
 
     status: str
     settings: tuple
     abs_latency_ms: float
     speedup: float
-    samples_s: tuple[float, ...]
+    backend_s: tuple[float, ...] = ()
+    baseline_s: tuple[float, ...] = ()
     error: str = ""
 
     @property
     def passed(self) -> bool:
         return self.status == results.STATUS_PASS
 
+    @property
+    def latencies_s(self) -> tuple[float, ...]:
+        return tuple(s for s in self.backend_s if results.is_finite(s) and s > 0)
+
+    @property
+    def paired(self) -> bool:
+        """Baseline and backend samples come from the same repeats."""
+        return bool(self.backend_s) and len(self.backend_s) == len(self.baseline_s)
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        """backend_i / baseline_i for each repeat where both are usable."""
+        if not self.paired:
+            return ()
+        return tuple(b / a for b, a in zip(self.backend_s, self.baseline_s)
+                     if results.is_finite(b) and results.is_finite(a) and a > 0 and b > 0)
+
 
 # --------------------------------------------------------------------------
 # Loading
+
+
+def experiment_key(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The experiment a CSV row or a samples record belongs to.
+
+    The one place that says which columns pair rows across runs; the
+    settings that make a pair ``not comparable`` are ``SETTINGS``.
+    """
+    return (str(row["name"]), str(row["backend"]))
 
 
 def _status(row: pd.Series) -> str:
@@ -167,40 +237,82 @@ def _setting(value: Any) -> Any:
     return int(value) if isinstance(value, (int, np.integer)) else str(value)
 
 
-def _backend_samples(jsonl_path: Path) -> dict[tuple[str, str], tuple[float, ...]]:
-    """Backend timing samples per (name, backend); last record wins.
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return NAN
 
-    A missing file is not an error: older runs had none, and the comparison
-    falls back to the CSV's latencies.
+
+def _samples(jsonl_path: Path) -> dict[tuple[str, str, str], tuple[float, ...]]:
+    """Samples per (name, backend, role); the last record of each wins.
+
+    A missing file is not an error: older runs had none; their rows are
+    ``inconclusive``.  Non-numbers stay in place as nan so that baseline and
+    backend samples keep their pairing by position.
     """
     if not jsonl_path.exists():
         return {}
     found = {}
-    for record in results.read_samples(jsonl_path):
-        if record.get("role") != "backend":
+    for number, record in enumerate(results.read_samples(jsonl_path), start=1):
+        if not isinstance(record, dict) or not {"name", "backend"} <= set(record):
+            raise ValueError(f"{jsonl_path}: record {number} is not a samples record (no name/backend)")
+        role = record.get("role")
+        if role not in results.SAMPLE_ROLES:
             continue
-        # nan was stored as null; a sample that is not a finite number is dropped.
-        samples = tuple(float(s) for s in record.get("samples_s") or () if results.is_finite(s))
-        found[(record["name"], record["backend"])] = samples
+        values = record.get("samples_s") or ()
+        if not isinstance(values, list):
+            raise ValueError(f"{jsonl_path}: record {number}: samples_s is not a list")
+        found[(*experiment_key(record), role)] = tuple(_number(s) for s in values)
     return found
 
 
-def _load_run(csv_path: str | os.PathLike) -> dict[tuple[str, str], _Side]:
+def _load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], _Side], pd.DataFrame]:
     df = results.latest(results.read_rows(csv_path))
-    samples = _backend_samples(results.samples_path(csv_path))
+    samples = _samples(results.samples_path(csv_path))
     run = {}
     for _, row in df.iterrows():
-        key = (row["name"], row["backend"])
+        key = experiment_key(row)
         run[key] = _Side(
             status=_status(row),
             settings=tuple(_setting(row[s]) for s in SETTINGS),
             abs_latency_ms=float(row["abs_latency"]) if results.is_finite(row["abs_latency"]) else NAN,
             speedup=float(row["speedup"]) if results.is_finite(row["speedup"]) else NAN,
-            samples_s=samples.get(key, ()),
+            backend_s=samples.get((*key, "backend"), ()),
+            baseline_s=samples.get((*key, "baseline"), ()),
             # Optional column (schema v1 files lack it): the first line of a failure.
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
         )
-    return run
+    return run, df
+
+
+# --------------------------------------------------------------------------
+# Naming the runs
+
+
+def _run_tag(df: pd.DataFrame) -> str:
+    """``"date 2026-01-02, commit 1a2b3c4"`` from row columns all rows agree on."""
+    parts = []
+    for column in RUN_TAG_COLUMNS:
+        if column in df:
+            values = df[column].dropna().astype(str).unique()
+            if len(values) == 1:
+                parts.append(f"{column} {values[0]}")
+    return ", ".join(parts)
+
+
+def run_labels(old_csv: str | os.PathLike, new_csv: str | os.PathLike,
+               old_tag: str = "", new_tag: str = "") -> tuple[str, str]:
+    """Names for the two runs that tell them apart: each path relative to
+    the folder both are in (``2026-01-01/performance.csv``), plus the
+    run's tag (date, commit) when its rows carry one."""
+    old, new = Path(old_csv).resolve(), Path(new_csv).resolve()
+    if old == new:
+        labels = [old.name, old.name]
+    else:
+        parent = Path(os.path.commonpath([old, new]))
+        labels = [str(old.relative_to(parent)), str(new.relative_to(parent))]
+    return tuple(f"{label} ({tag})" if tag else label for label, tag in zip(labels, (old_tag, new_tag)))
 
 
 # --------------------------------------------------------------------------
@@ -217,35 +329,44 @@ def _settings_note(old: _Side, new: _Side) -> str:
     )
 
 
-def _latencies(old: _Side, new: _Side) -> tuple[float, float, str]:
-    """Old and new latency (ms) and a note on where they came from.
-
-    Both sides from the same source: mixing a sample median with a CSV value
-    would compare two different estimators.
-    """
-    if old.samples_s and new.samples_s:
-        return stats.median(old.samples_s) * 1e3, stats.median(new.samples_s) * 1e3, ""
-    return old.abs_latency_ms, new.abs_latency_ms, "untested: no samples, change from abs_latency"
+def _relative(new: float, old: float) -> float:
+    return new / old - 1 if results.is_finite(old) and results.is_finite(new) and old > 0 else NAN
 
 
-def _p_value(old: _Side, new: _Side, min_samples: int) -> tuple[float, str]:
-    """Two-sided Mann-Whitney U p-value, or nan and why it was not run."""
-    n_old, n_new = len(old.samples_s), len(new.samples_s)
-    if not (old.samples_s and new.samples_s):
-        return NAN, ""  # _latencies already says why
-    if min(n_old, n_new) < min_samples:
-        return NAN, f"untested: {n_old} vs {n_new} samples (< {min_samples} per side)"
+def _inverse(value: float) -> float:
+    return 1 / value if results.is_finite(value) and value > 0 else NAN
+
+
+def _mann_whitney(new: Sequence[float], old: Sequence[float]) -> float:
     # Rank-based: no normality assumption, and one outlier iteration (a GC
     # pause) moves a rank by one instead of dragging a mean.
-    result = sps.mannwhitneyu(new.samples_s, old.samples_s, alternative="two-sided")
-    return float(result.pvalue), ""
+    return float(sps.mannwhitneyu(new, old, alternative="two-sided").pvalue)
 
 
-def _judge_measured(change: float, p_value: float, threshold: float, alpha: float) -> str:
+def _direction(change: float, p_value: float, threshold: float, alpha: float) -> str:
     significant = results.is_finite(p_value) and p_value < alpha
     if significant and results.is_finite(change) and abs(change) >= threshold:
         return SLOWER if change > 0 else FASTER
     return NO_CHANGE
+
+
+def _why_untested(old: _Side, new: _Side, min_samples: int) -> str:
+    if not (old.backend_s and new.backend_s):
+        return "inconclusive: no raw samples (.jsonl); change from the CSV's speedups"
+    unpaired = [f"{side} has {len(s.backend_s)} backend vs {len(s.baseline_s)} baseline samples"
+                for side, s in (("old", old), ("new", new)) if not s.paired]
+    if unpaired:
+        return "inconclusive: not paired: " + "; ".join(unpaired)
+    return (f"inconclusive: {len(old.ratios)} vs {len(new.ratios)} paired samples "
+            f"(< {min_samples} per side)")
+
+
+@dataclass(frozen=True)
+class _Policy:
+    threshold: float
+    alpha: float
+    min_samples: int
+    latency_criterion: bool
 
 
 def _judge_status(old: _Side, new: _Side) -> str | None:
@@ -258,14 +379,34 @@ def _judge_status(old: _Side, new: _Side) -> str | None:
     return None
 
 
-def _row(
-    key: tuple[str, str],
-    old: _Side | None,
-    new: _Side | None,
-    threshold: float,
-    alpha: float,
-    min_samples: int,
-) -> RowComparison:
+def _judge_measured(old: _Side, new: _Side, policy: _Policy) -> dict:
+    """Mark, numbers and note of a pair that passed in both runs."""
+    old_ratios, new_ratios = old.ratios, new.ratios
+    if old_ratios and new_ratios:
+        old_ratio, new_ratio = stats.median(old_ratios), stats.median(new_ratios)
+    else:  # information only: such a row is inconclusive
+        old_ratio, new_ratio = _inverse(old.speedup), _inverse(new.speedup)
+    if old.latencies_s and new.latencies_s:
+        old_ms, new_ms = stats.median(old.latencies_s) * 1e3, stats.median(new.latencies_s) * 1e3
+    else:
+        old_ms, new_ms = old.abs_latency_ms, new.abs_latency_ms
+    found = dict(old_ratio=old_ratio, new_ratio=new_ratio, change=_relative(new_ratio, old_ratio),
+                 old_latency_ms=old_ms, new_latency_ms=new_ms,
+                 latency_change=_relative(new_ms, old_ms), p_value=NAN, latency_p=NAN, note="")
+    if min(len(old.latencies_s), len(new.latencies_s)) >= policy.min_samples:
+        found["latency_p"] = _mann_whitney(new.latencies_s, old.latencies_s)
+    if min(len(old_ratios), len(new_ratios)) < policy.min_samples:
+        return {**found, "mark": INCONCLUSIVE, "note": _why_untested(old, new, policy.min_samples)}
+    found["p_value"] = _mann_whitney(new_ratios, old_ratios)
+    mark = _direction(found["change"], found["p_value"], policy.threshold, policy.alpha)
+    if policy.latency_criterion and mark != SLOWER:
+        by_latency = _direction(found["latency_change"], found["latency_p"], policy.threshold, policy.alpha)
+        if by_latency == SLOWER:
+            return {**found, "mark": SLOWER, "note": "slower by absolute latency (--latency-criterion)"}
+    return {**found, "mark": mark}
+
+
+def _row(key: tuple[str, str], old: _Side | None, new: _Side | None, policy: _Policy) -> RowComparison:
     base = dict(
         name=key[0],
         backend=key[1],
@@ -275,8 +416,8 @@ def _row(
         new_latency_ms=new.abs_latency_ms if new and new.passed else NAN,
         change=NAN,
         p_value=NAN,
-        n_old=len(old.samples_s) if old else 0,
-        n_new=len(new.samples_s) if new else 0,
+        n_old=len(old.ratios) if old else 0,
+        n_new=len(new.ratios) if new else 0,
         old_speedup=old.speedup if old else NAN,
         new_speedup=new.speedup if new else NAN,
     )
@@ -289,12 +430,7 @@ def _row(
         # What broke is the first question a reviewer has about a new failure.
         note = _shorten(new.error) if not new.passed else ""
         return RowComparison(mark=status_mark, note=note, **base)
-    old_ms, new_ms, source_note = _latencies(old, new)
-    change = new_ms / old_ms - 1 if results.is_finite(old_ms) and results.is_finite(new_ms) and old_ms > 0 else NAN
-    p_value, test_note = _p_value(old, new, min_samples)
-    base.update(old_latency_ms=old_ms, new_latency_ms=new_ms, change=change, p_value=p_value)
-    mark = _judge_measured(change, p_value, threshold, alpha)
-    return RowComparison(mark=mark, note=source_note or test_note, **base)
+    return RowComparison(**{**base, **_judge_measured(old, new, policy)})
 
 
 # --------------------------------------------------------------------------
@@ -307,34 +443,51 @@ def compare(
     threshold: float = 0.05,
     alpha: float = 0.05,
     min_samples: int = 5,
+    *,
+    latency_criterion: bool = False,
+    allow_removed: bool = False,
+    fail_on_inconclusive: bool = False,
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``.
 
-    ``threshold`` is the smallest relative latency change worth a mark (0.05 =
-    5%), ``alpha`` the significance level of the Mann-Whitney U test and
-    ``min_samples`` the samples each side needs for the test to run.  See the
-    module docstring for the rules.  Raises ``OSError`` / ``ValueError`` on a
-    missing or unreadable file.
+    ``threshold`` is the smallest relative change of the backend/baseline
+    ratio worth a mark (0.05 = 5%), ``alpha`` the significance level of the
+    Mann-Whitney U test and ``min_samples`` the paired samples each side
+    needs for the test to run.  ``latency_criterion`` also marks a row
+    ``slower`` when its absolute latency alone got significantly slower;
+    ``allow_removed`` and ``fail_on_inconclusive`` set what the gate
+    (:func:`exit_code`) fails on.  See the module docstring for the rules.
+    Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
     """
-    old_run, new_run = _load_run(old_csv), _load_run(new_csv)
+    policy = _Policy(threshold, alpha, min_samples, latency_criterion)
+    (old_run, old_df), (new_run, new_df) = _load_run(old_csv), _load_run(new_csv)
     keys = sorted(set(old_run) | set(new_run))
-    rows = [_row(k, old_run.get(k), new_run.get(k), threshold, alpha, min_samples) for k in keys]
+    rows = [_row(k, old_run.get(k), new_run.get(k), policy) for k in keys]
     ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and results.is_finite(row.change)]
+    old_label, new_label = run_labels(old_csv, new_csv, _run_tag(old_df), _run_tag(new_df))
     return Comparison(
         rows=rows,
-        old_label=Path(old_csv).name,
-        new_label=Path(new_csv).name,
+        old_label=old_label,
+        new_label=new_label,
         threshold=threshold,
         alpha=alpha,
         min_samples=min_samples,
         geomean_ratio=stats.geomean(ratios),
         geomean_n=len(ratios),
+        allow_removed=allow_removed,
+        fail_on_inconclusive=fail_on_inconclusive,
+        latency_criterion=latency_criterion,
     )
 
 
+def failing_counts(comparison: Comparison) -> dict[str, int]:
+    """Rows per mark for the marks that fail the gate (none: it passes)."""
+    return {m: n for m, n in comparison.counts().items() if m in comparison.gating_marks}
+
+
 def exit_code(comparison: Comparison) -> int:
-    """1 when any row is ``slower`` or a ``new failure``, else 0."""
-    return int(any(row.mark in GATING_MARKS for row in comparison.rows))
+    """The gate: 1 when any row has a mark in ``comparison.gating_marks``, else 0."""
+    return int(bool(failing_counts(comparison)))
 
 
 # --------------------------------------------------------------------------
@@ -359,16 +512,18 @@ def _p_cell(p_value: float) -> str:
     return "<0.001" if p_value < 0.001 else f"{p_value:.3f}"
 
 
-def _speedup_cell(old: float, new: float, arrow: str) -> str:
+def _pair_cell(old: float, new: float, arrow: str, fmt: str) -> str:
     def one(value: float) -> str:
-        return f"{value:.2f}x" if results.is_finite(value) else "-"
+        return format(value, fmt) if results.is_finite(value) else "-"
 
     if not (results.is_finite(old) or results.is_finite(new)):
         return "-"
     return f"{one(old)} {arrow} {one(new)}"
 
 
-HEADERS = ["name", "backend", "mark", "old ms", "new ms", "change", "p", "speedup old→new", "note"]
+HEADERS = ["name", "backend", "mark", "old ms", "new ms", "latency", "backend/baseline old→new",
+           "change", "p", "speedup old→new", "note"]
+_ALIGN = ("left", "left", "left", "right", "right", "right", "right", "right", "right", "right", "left")
 
 
 def _md_escape(cell: str) -> str:
@@ -379,16 +534,19 @@ def _md_escape(cell: str) -> str:
 def _table_rows(comparison: Comparison, arrow: str, markdown: bool) -> list[list[str]]:
     body = []
     for row in comparison.rows:
-        mark = f"**{row.mark}**" if markdown and row.mark in GATING_MARKS else row.mark
+        gating = row.mark in comparison.gating_marks
+        mark = f"**{row.mark}**" if markdown and gating else row.mark
         cells = [
             row.name,
             row.backend,
             mark,
             _latency_cell(row.old_status, row.old_latency_ms),
             _latency_cell(row.new_status, row.new_latency_ms),
+            _change_cell(row.latency_change),
+            _pair_cell(row.old_ratio, row.new_ratio, arrow, ".3f"),
             _change_cell(row.change),
             _p_cell(row.p_value),
-            _speedup_cell(row.old_speedup, row.new_speedup, arrow),
+            _pair_cell(row.old_speedup, row.new_speedup, arrow, ".2f"),
             row.note.replace("->", arrow),
         ]
         body.append([_md_escape(c) for c in cells] if markdown else cells)
@@ -397,52 +555,58 @@ def _table_rows(comparison: Comparison, arrow: str, markdown: bool) -> list[list
 
 def _table(comparison: Comparison, tablefmt: str, arrow: str, markdown: bool) -> str:
     headers = [h.replace("→", arrow) for h in HEADERS]
-    align = ("left", "left", "left", "right", "right", "right", "right", "right", "left")
     # disable_numparse: cells are already formatted; keep them verbatim.
-    return tabulate(
-        _table_rows(comparison, arrow, markdown),
-        headers=headers,
-        tablefmt=tablefmt,
-        colalign=align,
-        disable_numparse=True,
-    )
+    return tabulate(_table_rows(comparison, arrow, markdown), headers=headers, tablefmt=tablefmt,
+                    colalign=_ALIGN, disable_numparse=True)
 
 
 def summary(comparison: Comparison) -> str:
-    """``"1 slower, 2 no change; geomean new/old latency 0.98x (n=3, below 1 = faster)"``."""
+    """``"1 slower, 2 no change; geomean new/old ratio 0.98x (n=3, below 1 = faster)"``."""
     counts = ", ".join(f"{n} {mark}" for mark, n in comparison.counts().items()) or "no rows"
     if comparison.geomean_n:
         geomean = (
-            f"geomean new/old latency {comparison.geomean_ratio:.3f}x "
+            f"geomean new/old backend/baseline ratio {comparison.geomean_ratio:.3f}x "
             f"(n={comparison.geomean_n}, below 1 = faster)"
         )
     else:
-        geomean = "geomean new/old latency n/a (no row passed in both runs with the same settings)"
+        geomean = "geomean new/old ratio n/a (no row tested)"
     return f"{counts}; {geomean}"
 
 
 def rule(comparison: Comparison) -> str:
-    """The sentence that says when a row counts as slower or faster."""
+    """The sentences that say how rows are marked and what fails the gate."""
+    latency = (
+        " A row whose absolute latency alone got slower by the same test is also 'slower' "
+        "(--latency-criterion)." if comparison.latency_criterion else
+        " Absolute latency is information only."
+    )
+    fails = [SLOWER, NEW_FAILURE] + ([REMOVED] if not comparison.allow_removed else []) + (
+        [INCONCLUSIVE] if comparison.fail_on_inconclusive else [])
     return (
-        f"change = median new / median old backend latency - 1. "
-        f"slower/faster: significant at p<{comparison.alpha:g} (two-sided Mann-Whitney U on the raw "
-        f"samples) with >={comparison.min_samples} samples per side and "
-        f"|change| >= {comparison.threshold:.0%}; anything else is 'no change', including untested rows. "
-        f"Exit status 1 on any slower or new failure."
+        f"ratio = backend/baseline latency of the same repeat (paired within a run, so drift "
+        f"between runs cancels); change = median new ratio / median old ratio - 1. "
+        f"slower/faster: significant at p<{comparison.alpha:g} (two-sided Mann-Whitney U on the "
+        f"ratios) and |change| >= {comparison.threshold:.0%}; fewer than {comparison.min_samples} "
+        f"paired samples on a side: inconclusive; else no change.{latency} "
+        f"The gate fails (exit status 1) on any {', '.join(fails)}."
     )
 
 
-def _verdict(comparison: Comparison) -> str:
-    gating = {m: n for m, n in comparison.counts().items() if m in GATING_MARKS}
-    if not gating:
-        return "PASS"
-    return "FAIL (" + ", ".join(f"{n} {m}" for m, n in gating.items()) + ")"
+def verdict(comparison: Comparison) -> str:
+    """``"PASS"``, ``"PASS (2 inconclusive)"`` or ``"FAIL (1 slower, 2 removed)"``."""
+    failing = failing_counts(comparison)
+    if failing:
+        return "FAIL (" + ", ".join(f"{n} {m}" for m, n in failing.items()) + ")"
+    inconclusive = comparison.counts().get(INCONCLUSIVE)
+    return f"PASS ({inconclusive} inconclusive)" if inconclusive else "PASS"
 
 
 def render_markdown(comparison: Comparison, title: str | None = None) -> str:
-    """Markdown for a pull request: verdict, summary, table and the rule."""
+    """Markdown for a pull request: verdict, summary, table and the rules."""
     title = title or f"Benchmark comparison: {comparison.old_label} → {comparison.new_label}"
-    parts = [f"# {title}", "", f"**{_verdict(comparison)}**: {summary(comparison)}.", ""]
+    parts = [f"# {title}", "",
+             f"old: `{comparison.old_label}`, new: `{comparison.new_label}`", "",
+             f"**{verdict(comparison)}**: {summary(comparison)}.", ""]
     if comparison.rows:
         parts += [_table(comparison, "github", "→", markdown=True), ""]
     parts += [rule(comparison).replace(">=", "≥"), ""]
@@ -451,7 +615,7 @@ def render_markdown(comparison: Comparison, title: str | None = None) -> str:
 
 def render_console(comparison: Comparison) -> str:
     """Plain-text comparison for the terminal (ASCII arrows)."""
-    header = f"{comparison.old_label} -> {comparison.new_label}: {_verdict(comparison)}"
+    header = f"{comparison.old_label} -> {comparison.new_label}: {verdict(comparison)}"
     parts = [header, summary(comparison), ""]
     if comparison.rows:
         parts += [_table(comparison, "simple", "->", markdown=False), ""]
@@ -459,27 +623,98 @@ def render_console(comparison: Comparison) -> str:
     return "\n".join(parts)
 
 
+def render_json(comparison: Comparison) -> str:
+    """Machine-readable result (the dashboard reads it): verdict, exit
+    status, counts, the policy and every row; nan is written as null."""
+    document = {
+        "old": comparison.old_label,
+        "new": comparison.new_label,
+        "verdict": verdict(comparison),
+        "exit_code": exit_code(comparison),
+        "counts": comparison.counts(),
+        "geomean_ratio": comparison.geomean_ratio,
+        "geomean_n": comparison.geomean_n,
+        "policy": {k: getattr(comparison, k) for k in (
+            "threshold", "alpha", "min_samples", "allow_removed", "fail_on_inconclusive",
+            "latency_criterion")},
+        "rows": [asdict(row) for row in comparison.rows],
+    }
+    return json.dumps(results.plain(document), indent=1, allow_nan=False) + "\n"
+
+
 # --------------------------------------------------------------------------
 # Command line
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit status 2, without the usage block
+        raise _UsageError(message)
+
+
+class _UsageError(Exception):
+    pass
+
+
 def _parser(prog: str | None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog,
-        description="Compare two benchmark runs (result CSVs with their .jsonl samples beside them). "
-        "Exit status: 0 no regression, 1 a row got slower or newly failed, 2 bad input.",
+        description="Compare two benchmark runs (result CSVs with their .jsonl samples beside them) "
+        "on the per-repeat backend/baseline ratio. Exit status: 0 pass, 1 a row got slower, newly "
+        "failed or was removed (or is inconclusive, with --fail-on-inconclusive), 2 bad input or "
+        "an output that cannot be written.",
     )
     parser.add_argument("old", metavar="OLD", help="results CSV of the reference run")
     parser.add_argument("new", metavar="NEW", help="results CSV of the run to judge")
     parser.add_argument("--threshold", type=float, default=0.05,
-                        help="smallest relative latency change that counts (default 0.05 = 5%%)")
+                        help="smallest relative change of the ratio that counts (default 0.05 = 5%%)")
     parser.add_argument("--alpha", type=float, default=0.05,
                         help="significance level of the Mann-Whitney U test (default 0.05)")
     parser.add_argument("--min-samples", type=int, default=5,
-                        help="samples per side needed to run the test (default 5)")
+                        help="paired samples per side needed to test; fewer: inconclusive (default 5)")
+    parser.add_argument("--latency-criterion", action="store_true",
+                        help="also mark a row slower when its absolute latency alone got slower")
+    parser.add_argument("--allow-removed", action="store_true",
+                        help="pass even if rows of OLD are missing from NEW")
+    parser.add_argument("--fail-on-inconclusive", action="store_true",
+                        help="fail when a row has too few samples to test")
     parser.add_argument("--markdown", metavar="PATH", help="also write the markdown comparison here")
+    parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
     parser.add_argument("--plot", metavar="PATH", help="also write the comparison chart (PNG) here")
     return parser
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if not (math.isfinite(args.threshold) and args.threshold >= 0):
+        raise _UsageError(f"--threshold must be a number >= 0, got {args.threshold:g}")
+    if not 0 < args.alpha < 1:
+        raise _UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    if args.min_samples < 2:
+        raise _UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
+    inputs = {Path(args.old).resolve(), Path(args.new).resolve()}
+    for flag in ("markdown", "json", "plot"):
+        path = getattr(args, flag)
+        if path and Path(path).resolve() in inputs:
+            raise _UsageError(f"--{flag} {path} is an input; choose another path")
+
+
+def _write_outputs(comparison: Comparison, args: argparse.Namespace) -> None:
+    """Write the requested files, creating their folders; OSError on failure."""
+    texts = {args.markdown: render_markdown, args.json: render_json}
+    for path, render in texts.items():
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(render(comparison), encoding="utf-8")
+    if args.plot:
+        from benchmarks import plots  # matplotlib is slow to import; only when asked
+
+        plots.plot_comparison(comparison, args.plot)
+
+
+def _error_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
@@ -487,22 +722,24 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = _parser(prog)
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # usage error (2) or --help (0): return, don't exit
+        _check_args(args)
+    except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    try:
-        comparison = compare(args.old, args.new, args.threshold, args.alpha, args.min_samples)
-    except (OSError, ValueError, KeyError) as exc:
-        # KeyError: a samples record without name/backend.  One line, no traceback:
-        # this is bad input, not a bug.
+    except _UsageError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
-    print(render_console(comparison), end="")
-    if args.markdown:
-        Path(args.markdown).write_text(render_markdown(comparison), encoding="utf-8")
-    if args.plot:
-        from benchmarks import plots  # matplotlib is slow to import; only when asked
-
-        plots.plot_comparison(comparison, args.plot)
+    try:
+        comparison = compare(args.old, args.new, args.threshold, args.alpha, args.min_samples,
+                             latency_criterion=args.latency_criterion,
+                             allow_removed=args.allow_removed,
+                             fail_on_inconclusive=args.fail_on_inconclusive)
+        print(render_console(comparison), end="")
+        _write_outputs(comparison, args)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # Bad input or an unwritable output, not a regression: one line, no
+        # traceback, and never exit status 1, which CI reads as "slower".
+        print(f"{parser.prog}: error: {_error_line(exc)}", file=sys.stderr)
+        return 2
     return exit_code(comparison)
 
 

@@ -7,8 +7,9 @@ Offers:
   a line at 1.0 and a dashed geomean line per backend; failed pairs are left
   out and listed under the chart.
 * ``plot_comparison(comparison, png_path)`` -- a ``compare.Comparison``:
-  horizontal bars of the latency change per (model, backend), colored by mark,
-  with the +-threshold band shaded and untested pairs hatched.
+  horizontal bars of the change of the backend/baseline ratio per (model,
+  backend), the number the gate judges, colored by mark, with the
+  +-threshold band shaded and untested (inconclusive) pairs hatched.
 
 Both build a ``matplotlib.figure.Figure`` directly instead of going through
 pyplot: no global figure state, no GUI backend picked from the environment
@@ -33,6 +34,7 @@ MARK_COLORS = {
     compare.SLOWER: "tab:red",
     compare.FASTER: "tab:green",
     compare.NO_CHANGE: "tab:gray",
+    compare.INCONCLUSIVE: "tab:orange",
 }
 OTHER_COLOR = "tab:purple"  # a mark with a change but no color of its own
 
@@ -154,7 +156,7 @@ def _draw_changes(ax, comparison: compare.Comparison, rows: list[compare.RowComp
     ax.axvspan(-band, band, color="0.9", zorder=0)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(y, [f"{row.name} / {row.backend}" for row in rows])
-    ax.set_xlabel("latency change new vs old, % (negative = faster)")
+    ax.set_xlabel("change of the backend/baseline ratio new vs old, % (negative = faster)")
     geomean = (
         f"geomean new/old {comparison.geomean_ratio:.3f}x (n={comparison.geomean_n})"
         if comparison.geomean_n

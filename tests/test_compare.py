@@ -1,4 +1,4 @@
-"""Tests of benchmarks.compare: marks, geomean, exit code, golden markdown, A/A, CLI.
+"""Tests of benchmarks.compare: marks, the gate's rules, geomean, golden markdown, A/A, CLI.
 
 The fixture runs under tests/fixtures/compare/ come from make_fixtures.py
 there (its docstring tabulates every pair and the expected mark).  Regenerate
@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -26,15 +27,20 @@ TRACE = "torchxla_trace_once"
 EXPECTED_MARKS = {
     ("alexnet", TRACE): compare.SLOWER,
     ("alexnet", "torchxla_trivial"): compare.NO_CHANGE,
-    ("bert", TRACE): compare.NO_CHANGE,
+    ("bert", TRACE): compare.INCONCLUSIVE,
     ("densenet121", TRACE): compare.FIXED,
     ("googlenet", TRACE): compare.REMOVED,
+    ("mnasnet1_0", TRACE): compare.INCONCLUSIVE,
     ("mobilenet_v2", TRACE): compare.NEW_FAILURE,
     ("resnet18", TRACE): compare.FASTER,
+    ("resnext50_32x4d", TRACE): compare.NO_CHANGE,
     ("squeezenet1_1", TRACE): compare.STILL_FAILING,
     ("vgg16", TRACE): compare.NOT_COMPARABLE,
     ("vit_b_16", TRACE): compare.ADDED,
 }
+REGRESSION, NEW_FAILURE, REMOVED = ("alexnet", TRACE), ("mobilenet_v2", TRACE), ("googlenet", TRACE)
+INCONCLUSIVE = ("mnasnet1_0", TRACE)
+DRIFT = ("resnext50_32x4d", TRACE)
 
 
 @pytest.fixture(scope="module")
@@ -57,17 +63,32 @@ def _write_run(path, rows, records):
     return path
 
 
-def _passing_row(name, samples_s, backend="b", batch_size=8):
-    ms = float(np.median(samples_s)) * 1e3
+def _passing_row(name, backend_s, baseline_s, backend="b", batch_size=8):
+    ms, base_ms = float(np.median(backend_s)) * 1e3, float(np.median(baseline_s)) * 1e3
     return dict(dev="cpu", name=name, batch_size=batch_size, backend=backend, baseline="xla",
-                speedup=1.0, abs_latency=ms, baseline_latency=ms, status="pass")
+                speedup=base_ms / ms, abs_latency=ms, baseline_latency=base_ms, status="pass")
 
 
-def _run(path, samples_by_name, backend="b"):
-    """A run where every model passed with the given backend samples."""
-    rows = [_passing_row(name, s, backend) for name, s in samples_by_name.items()]
-    records = [results.sample_record(name, backend, "backend", s) for name, s in samples_by_name.items()]
+def _records(name, backend_s, baseline_s, backend="b"):
+    return [results.sample_record(name, backend, "baseline", baseline_s),
+            results.sample_record(name, backend, "backend", backend_s)]
+
+
+def _run(path, pairs, backend="b"):
+    """A run where every model passed: ``pairs`` maps a name to its
+    (baseline samples, backend samples), paired by position."""
+    rows = [_passing_row(name, bk, bl, backend) for name, (bl, bk) in pairs.items()]
+    records = [r for name, (bl, bk) in pairs.items() for r in _records(name, bk, bl, backend)]
     return _write_run(path, rows, records)
+
+
+def _ratio_run(path, ratios, baseline_s=0.01):
+    """A run whose per-repeat ratios are ``ratios[name]`` over a steady baseline."""
+    pairs = {}
+    for name, r in ratios.items():
+        base = np.full(len(r), baseline_s) * np.linspace(0.99, 1.01, len(r))
+        pairs[name] = (base, base * np.asarray(r))
+    return _run(path, pairs)
 
 
 def _copy_without(src_csv, dst_csv, drop):
@@ -84,6 +105,12 @@ def _copy_without(src_csv, dst_csv, drop):
     return dst_csv
 
 
+def _gate_without(tmp_path, drop, stem, **policy):
+    old = _copy_without(OLD, tmp_path / f"{stem}_old.csv", drop)
+    new = _copy_without(NEW, tmp_path / f"{stem}_new.csv", drop)
+    return compare.exit_code(compare.compare(old, new, **policy))
+
+
 # --------------------------------------------------------------------------
 # The fixture runs
 
@@ -97,11 +124,11 @@ def test_rows_sorted_by_name_and_backend(fixture_comparison):
     assert keys == sorted(EXPECTED_MARKS)
 
 
-def test_changes_from_sample_medians(fixture_comparison):
+def test_change_is_the_paired_ratio(fixture_comparison):
     rows = _by_key(fixture_comparison)
-    regression, improvement, noise = rows[("alexnet", TRACE)], rows[("resnet18", TRACE)], rows[("alexnet", "torchxla_trivial")]
+    regression, improvement, noise = rows[REGRESSION], rows[("resnet18", TRACE)], rows[("alexnet", "torchxla_trivial")]
+    assert (regression.old_ratio, regression.new_ratio) == (pytest.approx(10 / 15), pytest.approx(12 / 15))
     assert regression.change == pytest.approx(0.20)
-    assert (regression.old_latency_ms, regression.new_latency_ms) == (pytest.approx(10.0), pytest.approx(12.0))
     assert improvement.change == pytest.approx(-0.25)
     assert noise.change == pytest.approx(0.01)
     assert regression.p_value < 0.001 and improvement.p_value < 0.001
@@ -109,25 +136,69 @@ def test_changes_from_sample_medians(fixture_comparison):
     assert (regression.n_old, regression.n_new) == (20, 20)
 
 
-def test_no_samples_falls_back_to_abs_latency_untested(fixture_comparison):
+def test_drift_that_moves_baseline_and_backend_alike_is_no_change(fixture_comparison):
+    """The machine got 10% slower between the runs: the backend's latency rose
+    significantly, but so did the baseline measured beside it."""
+    drift = _by_key(fixture_comparison)[DRIFT]
+    assert drift.latency_change == pytest.approx(0.10, abs=0.01) and drift.latency_p < 0.001
+    assert drift.change == pytest.approx(0.0)
+    assert drift.mark == compare.NO_CHANGE
+
+
+def test_latency_criterion_is_opt_in(tmp_path):
+    drop = {REGRESSION, NEW_FAILURE, REMOVED}
+    assert _gate_without(tmp_path, drop, "ratio_only") == 0
+    assert _gate_without(tmp_path, drop, "with_latency", latency_criterion=True) == 1
+    row = _by_key(compare.compare(OLD, NEW, latency_criterion=True))[DRIFT]
+    assert row.mark == compare.SLOWER and "latency" in row.note
+
+
+def test_too_few_samples_is_inconclusive_not_no_change(fixture_comparison):
+    row = _by_key(fixture_comparison)[INCONCLUSIVE]
+    assert row.change == pytest.approx(2.0)  # +200%, shown but untested
+    assert np.isnan(row.p_value)
+    assert row.note == "inconclusive: 3 vs 3 paired samples (< 5 per side)"
+    assert "2 inconclusive" in compare.summary(fixture_comparison)
+
+
+def test_no_samples_is_inconclusive_with_change_from_csv(fixture_comparison):
     bert = _by_key(fixture_comparison)[("bert", TRACE)]
-    assert bert.change == pytest.approx(0.10)  # 5.0 -> 5.5 ms from the CSV
-    assert np.isnan(bert.p_value)
-    assert bert.mark == compare.NO_CHANGE  # +10% but untested: never flagged
-    assert bert.note.startswith("untested")
+    assert bert.change == pytest.approx(0.10)  # speedups 1.2 -> 6/5.5 in the CSV
+    assert bert.mark == compare.INCONCLUSIVE and "no raw samples" in bert.note
 
 
-def test_geomean_over_rows_passing_in_both(fixture_comparison):
-    # alexnet/trace_once 1.2, alexnet/trivial 1.01, bert 1.1, resnet18 0.75;
-    # vgg16 passed in both but at another batch size, so it is left out.
+def test_inconclusive_fails_only_when_asked(tmp_path):
+    drop = {REGRESSION, NEW_FAILURE, REMOVED}
+    assert _gate_without(tmp_path, drop, "lenient") == 0
+    assert _gate_without(tmp_path, drop, "strict", fail_on_inconclusive=True) == 1
+    assert _gate_without(tmp_path, drop | {INCONCLUSIVE, ("bert", TRACE)}, "none_left",
+                         fail_on_inconclusive=True) == 0
+
+
+def test_removed_fails_unless_allowed(tmp_path):
+    drop = {REGRESSION, NEW_FAILURE}
+    assert _gate_without(tmp_path, drop, "removed") == 1
+    assert _gate_without(tmp_path, drop, "allowed", allow_removed=True) == 0
+
+
+def test_exit_code_gates_on_slower_and_new_failure(fixture_comparison, tmp_path):
+    assert compare.exit_code(fixture_comparison) == 1
+    assert _gate_without(tmp_path, {REGRESSION, NEW_FAILURE, REMOVED}, "clean") == 0
+    assert _gate_without(tmp_path, {REGRESSION, REMOVED}, "failure_only") == 1
+    assert _gate_without(tmp_path, {NEW_FAILURE, REMOVED}, "slower_only") == 1
+
+
+def test_geomean_over_tested_rows(fixture_comparison):
+    # alexnet/trace_once 1.2, alexnet/trivial 1.01, resnet18 0.75, resnext50 1.0;
+    # inconclusive rows and vgg16 (another batch size) are left out.
     assert fixture_comparison.geomean_n == 4
-    assert fixture_comparison.geomean_ratio == pytest.approx((1.2 * 1.01 * 1.1 * 0.75) ** 0.25)
+    assert fixture_comparison.geomean_ratio == pytest.approx((1.2 * 1.01 * 0.75 * 1.0) ** 0.25)
 
 
 def test_speedups_are_informational(fixture_comparison):
     rows = _by_key(fixture_comparison)
-    assert (rows[("alexnet", TRACE)].old_speedup, rows[("alexnet", TRACE)].new_speedup) == (
-        pytest.approx(1.5), pytest.approx(1.25))
+    assert rows[REGRESSION].old_speedup == pytest.approx(1.5, rel=0.01)
+    assert rows[REGRESSION].new_speedup == pytest.approx(1.25, rel=0.01)
     assert np.isnan(rows[("vit_b_16", TRACE)].old_speedup)
 
 
@@ -139,24 +210,11 @@ def test_not_comparable_says_which_setting(fixture_comparison):
 
 def test_counts_and_frame(fixture_comparison):
     counts = fixture_comparison.counts()
-    assert counts[compare.NO_CHANGE] == 2 and sum(counts.values()) == len(EXPECTED_MARKS)
+    assert counts[compare.NO_CHANGE] == 2 and counts[compare.INCONCLUSIVE] == 2
+    assert sum(counts.values()) == len(EXPECTED_MARKS)
     assert list(counts) == [m for m in compare.MARKS if m in counts]
     frame = fixture_comparison.frame()
-    assert len(frame) == len(EXPECTED_MARKS) and {"mark", "change", "p_value"} <= set(frame.columns)
-
-
-def test_exit_code_gates_on_slower_and_new_failure(fixture_comparison, tmp_path):
-    assert compare.exit_code(fixture_comparison) == 1
-    regression, new_failure = ("alexnet", TRACE), ("mobilenet_v2", TRACE)
-
-    def exit_without(drop, stem):
-        old = _copy_without(OLD, tmp_path / f"{stem}_old.csv", drop)
-        new = _copy_without(NEW, tmp_path / f"{stem}_new.csv", drop)
-        return compare.exit_code(compare.compare(old, new))
-
-    assert exit_without({regression, new_failure}, "clean") == 0
-    assert exit_without({regression}, "failure_only") == 1
-    assert exit_without({new_failure}, "slower_only") == 1
+    assert len(frame) == len(EXPECTED_MARKS) and {"mark", "change", "p_value", "latency_change"} <= set(frame.columns)
 
 
 def test_markdown_matches_golden(fixture_comparison):
@@ -167,100 +225,167 @@ def test_markdown_matches_golden(fixture_comparison):
     assert text == path.read_text(encoding="utf-8"), f"{path} differs; UPDATE_GOLDEN=1 regenerates it"
 
 
-def test_markdown_states_rule_and_summary(fixture_comparison):
+def test_markdown_states_rules_verdict_and_summary(fixture_comparison):
     text = compare.render_markdown(fixture_comparison)
-    assert "p<0.05" in text and "≥5 samples per side" in text and "|change| ≥ 5%" in text
-    assert "1 slower, 1 new failure, 1 faster, 1 fixed, 2 no change" in text
-    assert "geomean new/old latency 1.000x (n=4" in text
+    assert "**FAIL (1 slower, 1 new failure, 1 removed)**" in text
+    assert "p<0.05" in text and "fewer than 5 paired samples on a side: inconclusive" in text
+    assert "|change| ≥ 5%" in text and "fails (exit status 1) on any slower, new failure, removed" in text
+    assert "1 slower, 1 new failure, 1 removed, 2 inconclusive, 1 faster, 1 fixed, 2 no change" in text
+    assert "**removed**" in text and "**inconclusive**" not in text
 
 
 def test_console_render(fixture_comparison):
     text = compare.render_console(fixture_comparison)
-    assert text.startswith("old.csv -> new.csv: FAIL (1 slower, 1 new failure)\n")
+    assert text.startswith("old.csv -> new.csv: FAIL (1 slower, 1 new failure, 1 removed)\n")
     assert "+20.0%" in text and "-25.0%" in text and "batch_size 8 -> 16" in text
     assert "**" not in text and "→" not in text  # plain ASCII markup for terminals
+
+
+def test_verdict_names_inconclusive_rows_on_a_pass(tmp_path):
+    old = _ratio_run(tmp_path / "a.csv", {"m": [1.0, 1.0, 1.0]})
+    new = _ratio_run(tmp_path / "b.csv", {"m": [3.0, 3.0, 3.0]})
+    comparison = compare.compare(old, new)
+    assert compare.verdict(comparison) == "PASS (1 inconclusive)"
+    strict = compare.compare(old, new, fail_on_inconclusive=True)
+    assert compare.verdict(strict) == "FAIL (1 inconclusive)" and compare.exit_code(strict) == 1
+
+
+def test_json_render(fixture_comparison):
+    document = json.loads(compare.render_json(fixture_comparison))
+    assert document["verdict"] == compare.verdict(fixture_comparison) and document["exit_code"] == 1
+    assert document["counts"] == fixture_comparison.counts()
+    assert len(document["rows"]) == len(EXPECTED_MARKS)
+    bert = next(r for r in document["rows"] if r["name"] == "bert")
+    assert bert["p_value"] is None and bert["mark"] == "inconclusive"
+
+
+# --------------------------------------------------------------------------
+# Naming the runs
+
+
+def test_same_named_files_are_told_apart(tmp_path):
+    for night in ("2026-01-01", "2026-01-02"):
+        (tmp_path / night).mkdir()
+        shutil.copy(OLD, tmp_path / night / "sq.csv")
+        shutil.copy(results.samples_path(OLD), tmp_path / night / "sq.jsonl")
+    comparison = compare.compare(tmp_path / "2026-01-01" / "sq.csv", tmp_path / "2026-01-02" / "sq.csv")
+    assert (comparison.old_label, comparison.new_label) == ("2026-01-01/sq.csv", "2026-01-02/sq.csv")
+    assert compare.render_console(comparison).startswith("2026-01-01/sq.csv -> 2026-01-02/sq.csv: PASS")
+    assert "`2026-01-01/sq.csv`" in compare.render_markdown(comparison)
+
+
+def test_labels_carry_date_and_commit_when_rows_do(tmp_path):
+    def tagged(path, date, commit):
+        text = OLD.read_text().splitlines()
+        lines = [text[0] + ",date,commit"] + [line + f",{date},{commit}" for line in text[1:]]
+        path.write_text("\n".join(lines) + "\n")
+        shutil.copy(results.samples_path(OLD), results.samples_path(path))
+        return path
+
+    comparison = compare.compare(tagged(tmp_path / "a.csv", "2026-01-01", "abc1234"),
+                                 tagged(tmp_path / "b.csv", "2026-01-02", "def5678"))
+    assert comparison.old_label == "a.csv (date 2026-01-01, commit abc1234)"
+    assert comparison.new_label == "b.csv (date 2026-01-02, commit def5678)"
 
 
 # --------------------------------------------------------------------------
 # The statistics
 
 
-def test_aa_same_distribution_is_not_flagged(tmp_path):
-    """Two runs of the same code: 20 lognormal draws per side, same distribution."""
-    rng = np.random.default_rng(1234)
-    medians = {f"model{i:02d}": m for i, m in enumerate([0.5e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3, 0.1, 0.3])}
+def test_ratio_gate_ignores_drift_that_latency_gate_flags(tmp_path):
+    """A/A with drift between the runs: the second machine is 10% slower for
+    everything.  The latency test flags every model; the ratio test none."""
+    rng = np.random.default_rng(7)
+    true_ratio = {f"m{i}": r for i, r in enumerate([0.8, 0.9, 1.0, 1.1, 1.2, 0.7])}
 
-    def draws():
-        return {name: rng.lognormal(np.log(m), 0.05, 20) for name, m in medians.items()}
+    def night(path, machine):
+        pairs = {}
+        for name, r in true_ratio.items():
+            base = 0.01 * machine * rng.lognormal(0, 0.03, 10)
+            pairs[name] = (base, base * r * rng.lognormal(0, 0.01, 10))
+        return _run(path, pairs)
 
-    comparison = compare.compare(_run(tmp_path / "a.csv", draws()), _run(tmp_path / "b.csv", draws()))
-    assert {row.mark for row in comparison.rows} == {compare.NO_CHANGE}
-    assert compare.exit_code(comparison) == 0
-    assert comparison.geomean_ratio == pytest.approx(1.0, abs=0.02)
+    old, new = night(tmp_path / "a.csv", 1.0), night(tmp_path / "b.csv", 1.1)
+    assert compare.exit_code(compare.compare(old, new)) == 0
+    by_latency = compare.compare(old, new, latency_criterion=True)
+    assert {row.mark for row in by_latency.rows} == {compare.SLOWER}
 
 
 def test_aa_false_alarm_rate_below_alpha(tmp_path):
-    """Many very noisy A/A pairs (15% spread): at most alpha of them flagged.
+    """Many very noisy A/A pairs (15% spread, 10 repeats): at most alpha flagged.
 
     The test alone flags about alpha of A/A pairs; the threshold removes
     those whose change is small, so the rate cannot exceed alpha."""
     rng = np.random.default_rng(99)
     n = 200
-    old = {f"m{i:03d}": rng.lognormal(np.log(0.01), 0.15, 20) for i in range(n)}
-    new = {f"m{i:03d}": rng.lognormal(np.log(0.01), 0.15, 20) for i in range(n)}
-    comparison = compare.compare(_run(tmp_path / "a.csv", old), _run(tmp_path / "b.csv", new))
+
+    def run(path):
+        return _ratio_run(path, {f"m{i:03d}": rng.lognormal(np.log(0.9), 0.15, 10) for i in range(n)})
+
+    comparison = compare.compare(run(tmp_path / "a.csv"), run(tmp_path / "b.csv"))
     flagged = sum(row.mark in (compare.SLOWER, compare.FASTER) for row in comparison.rows)
     assert flagged <= 0.05 * n
 
 
 def test_significant_but_below_threshold_is_no_change(tmp_path):
-    base = np.linspace(0.99, 1.01, 20) * 0.01
-    comparison = compare.compare(
-        _run(tmp_path / "a.csv", {"m": base}), _run(tmp_path / "b.csv", {"m": base * 1.03}))
-    (row,) = comparison.rows
+    ratios = np.linspace(0.99, 1.01, 20)
+    a = _ratio_run(tmp_path / "a.csv", {"m": ratios})
+    b = _ratio_run(tmp_path / "b.csv", {"m": ratios * 1.03})
+    (row,) = compare.compare(a, b).rows
     assert row.p_value < 0.05 and row.change == pytest.approx(0.03)
     assert row.mark == compare.NO_CHANGE
-    loose = compare.compare(tmp_path / "a.csv", tmp_path / "b.csv", threshold=0.02)
+    loose = compare.compare(a, b, threshold=0.02)
     assert loose.rows[0].mark == compare.SLOWER
 
 
-def test_too_few_samples_are_not_tested(tmp_path):
-    samples = np.array([0.0100, 0.0101, 0.0102, 0.0103])  # distinct: exact test, no ties
-    old = _run(tmp_path / "a.csv", {"m": samples})
-    new = _run(tmp_path / "b.csv", {"m": 2 * samples})  # 2x slower
+def test_min_samples_decides_when_the_test_runs(tmp_path):
+    ratios = np.array([1.00, 1.01, 1.02, 1.03])  # distinct: exact test, no ties
+    old = _ratio_run(tmp_path / "a.csv", {"m": ratios})
+    new = _ratio_run(tmp_path / "b.csv", {"m": 2 * ratios})  # 2x slower
     (row,) = compare.compare(old, new).rows
-    assert row.mark == compare.NO_CHANGE and np.isnan(row.p_value)
+    assert row.mark == compare.INCONCLUSIVE and np.isnan(row.p_value)
     assert row.change == pytest.approx(1.0)
-    assert row.note == "untested: 4 vs 4 samples (< 5 per side)"
     # 4 vs 4 fully separated: exact two-sided p = 2/70 < 0.05.
     (tested,) = compare.compare(old, new, min_samples=4).rows
     assert tested.mark == compare.SLOWER and tested.p_value == pytest.approx(2 / 70)
 
 
-def test_missing_jsonl_falls_back_to_abs_latency(tmp_path):
-    old = _write_run(tmp_path / "a.csv", [_passing_row("m", [0.010])], [])
-    new = _write_run(tmp_path / "b.csv", [_passing_row("m", [0.020])], [])
+def test_unpaired_samples_are_inconclusive(tmp_path):
+    base = np.linspace(0.99, 1.01, 10) * 0.01
+    old = _ratio_run(tmp_path / "a.csv", {"m": np.ones(10)})
+    new = _write_run(tmp_path / "b.csv", [_passing_row("m", base[:8], base)],
+                     _records("m", base[:8], base))
     (row,) = compare.compare(old, new).rows
-    assert row.change == pytest.approx(1.0) and row.mark == compare.NO_CHANGE
-    assert "abs_latency" in row.note
+    assert row.mark == compare.INCONCLUSIVE
+    assert row.note == "inconclusive: not paired: new has 8 backend vs 10 baseline samples"
+
+
+def test_missing_jsonl_is_inconclusive(tmp_path):
+    base = [0.010]
+    old = _write_run(tmp_path / "a.csv", [_passing_row("m", [0.010], base)], [])
+    new = _write_run(tmp_path / "b.csv", [_passing_row("m", [0.020], base)], [])
+    (row,) = compare.compare(old, new).rows
+    assert row.change == pytest.approx(1.0) and row.mark == compare.INCONCLUSIVE
+    assert row.latency_change == pytest.approx(1.0)
 
 
 def test_last_row_and_last_samples_win(tmp_path):
-    slow, fast = np.full(10, 0.02) * np.linspace(0.99, 1.01, 10), np.full(10, 0.01) * np.linspace(0.99, 1.01, 10)
-    old = _run(tmp_path / "a.csv", {"m": fast})
+    slow, fast = np.full(10, 2.0), np.full(10, 1.0)
+    base = np.linspace(0.99, 1.01, 10) * 0.01
+    old = _ratio_run(tmp_path / "a.csv", {"m": fast * np.linspace(0.99, 1.01, 10)})
     new = _write_run(
         tmp_path / "b.csv",
-        [{**_passing_row("m", fast), "status": "timeout"}, _passing_row("m", slow)],
-        [results.sample_record("m", "b", "backend", fast), results.sample_record("m", "b", "backend", slow)],
+        [{**_passing_row("m", base, base), "status": "timeout"}, _passing_row("m", base * slow, base)],
+        _records("m", base * fast, base) + _records("m", base * slow, base),
     )
     (row,) = compare.compare(old, new).rows
     assert row.new_status == "pass" and row.mark == compare.SLOWER
 
 
 def test_failure_note_shows_error_and_markdown_escapes_pipes(tmp_path):
-    samples = np.linspace(0.99, 1.01, 10) * 0.01
-    old = _run(tmp_path / "a.csv", {"m": samples})
-    broken = {**_passing_row("m", samples), "status": "fail_to_run", "error": "RuntimeError: a | b"}
+    old = _ratio_run(tmp_path / "a.csv", {"m": np.ones(10)})
+    base = np.full(10, 0.01)
+    broken = {**_passing_row("m", base, base), "status": "fail_to_run", "error": "RuntimeError: a | b"}
     new = _write_run(tmp_path / "b.csv", [broken], [])
     comparison = compare.compare(old, new)
     assert comparison.rows[0].note == "RuntimeError: a | b"
@@ -276,25 +401,82 @@ def test_empty_runs(tmp_path):
     assert "no rows" in compare.render_markdown(comparison)
 
 
+def test_a_lost_shard_fails_the_gate(tmp_path):
+    """Every row of the old run missing from the new one: all removed."""
+    empty = tmp_path / "e.csv"
+    empty.write_text(",".join(results.CSV_COLUMNS) + "\n")
+    comparison = compare.compare(OLD, empty)
+    assert compare.exit_code(comparison) == 1
+    assert compare.verdict(comparison).startswith("FAIL (")
+
+
 # --------------------------------------------------------------------------
 # Command line
 
 
-def test_cli_prints_table_and_returns_exit_code(capsys, tmp_path):
-    md, png = tmp_path / "cmp.md", tmp_path / "cmp.png"
-    assert compare.main([str(OLD), str(NEW), "--markdown", str(md), "--plot", str(png)]) == 1
+def test_cli_prints_table_writes_files_and_returns_exit_code(capsys, tmp_path):
+    md, png, js = tmp_path / "cmp.md", tmp_path / "cmp.png", tmp_path / "cmp.json"
+    assert compare.main([str(OLD), str(NEW), "--markdown", str(md), "--plot", str(png), "--json", str(js)]) == 1
     out = capsys.readouterr().out
     assert out == compare.render_console(compare.compare(OLD, NEW))
     assert md.read_text(encoding="utf-8") == (GOLDEN / "compare.md").read_text(encoding="utf-8")
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert json.loads(js.read_text())["exit_code"] == 1
+
+
+def test_cli_creates_output_folders(capsys, tmp_path):
+    md, png = tmp_path / "missing" / "dir" / "cmp.md", tmp_path / "other" / "cmp.png"
+    assert compare.main([str(OLD), str(NEW), "--markdown", str(md), "--plot", str(png)]) == 1
+    assert md.exists() and png.exists()
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_unwritable_output_is_exit_2(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert compare.main([str(OLD), str(NEW), "--markdown", str(blocker / "cmp.md")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error" in err and "Traceback" not in err
+
+
+def test_cli_refuses_to_write_over_an_input(capsys, tmp_path):
+    old = shutil.copy(OLD, tmp_path / "old.csv")
+    before = Path(old).read_text()
+    assert compare.main([str(old), str(NEW), "--markdown", str(old)]) == 2
+    assert Path(old).read_text() == before
+    assert "is an input" in capsys.readouterr().err
 
 
 def test_cli_options_reach_compare(capsys):
-    # A threshold above every change leaves only the new failure to gate on.
+    # A threshold above every change leaves the new failure and the removed row to gate on.
     assert compare.main([str(OLD), str(NEW), "--threshold", "0.5", "--alpha", "0.01", "--min-samples", "3"]) == 1
     out = capsys.readouterr().out
-    assert "p<0.01" in out and ">=3 samples" in out and "|change| >= 50%" in out
-    assert out.startswith("old.csv -> new.csv: FAIL (1 new failure)\n")
+    assert "p<0.01" in out and "fewer than 3 paired samples" in out and "|change| >= 50%" in out
+    assert out.startswith("old.csv -> new.csv: FAIL (1 new failure, 1 removed)\n")
+
+
+def test_cli_gate_flags(capsys, tmp_path):
+    drop = {REGRESSION, NEW_FAILURE}
+    old = _copy_without(OLD, tmp_path / "o.csv", drop)
+    new = _copy_without(NEW, tmp_path / "n.csv", drop)
+    assert compare.main([str(old), str(new)]) == 1  # googlenet removed
+    assert compare.main([str(old), str(new), "--allow-removed"]) == 0
+    assert compare.main([str(old), str(new), "--allow-removed", "--fail-on-inconclusive"]) == 1
+    assert compare.main([str(old), str(new), "--allow-removed", "--latency-criterion"]) == 1
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--alpha", "2"], "--alpha must be between 0 and 1"),
+    (["--min-samples", "1"], "--min-samples must be at least 2"),
+    (["--threshold", "-0.1"], "--threshold must be a number >= 0"),
+    (["--threshold", "nan"], "--threshold must be a number >= 0"),
+    (["--threshold", "x"], "invalid float value"),
+])
+def test_cli_bad_values_are_exit_2(capsys, flags, message):
+    assert compare.main([str(OLD), str(NEW), *flags]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err
 
 
 def test_cli_missing_file_is_exit_2(capsys, tmp_path):
@@ -311,6 +493,29 @@ def test_cli_unreadable_csv_is_exit_2(capsys, tmp_path):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_cli_broken_samples_record_is_exit_2(capsys, tmp_path):
+    csv_path = shutil.copy(NEW, tmp_path / "new.csv")
+    results.samples_path(csv_path).write_text('{"role": "backend"}\n[1, 2]\n')
+    assert compare.main([str(OLD), str(csv_path)]) == 2
+    assert "not a samples record" in capsys.readouterr().err
+
+
 def test_cli_usage_error_returns_2(capsys):
     assert compare.main([str(OLD)]) == 2
-    assert "usage" in capsys.readouterr().err
+    assert "error" in capsys.readouterr().err
+
+
+def test_runner_compare_subcommand_exit_codes(tmp_path):
+    """Through runner.py as CI calls it: a missing output folder is created,
+    never a traceback; an error is 2, never 1."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    md = tmp_path / "missing" / "dir" / "cmp.md"
+    ok = subprocess.run([sys.executable, "runner.py", "compare", str(OLD), str(OLD), "--markdown", str(md)],
+                        cwd=root, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and md.exists(), ok.stderr
+    bad = subprocess.run([sys.executable, "runner.py", "compare", str(OLD), str(tmp_path / "none.csv")],
+                         cwd=root, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
