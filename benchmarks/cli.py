@@ -19,6 +19,7 @@ from .config import RunConfig
 
 PROG = "runner.py"
 DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
+SUITES = ("seed", "builtin", "torchbench")  # benchmarks.suite.SUITES, without importing torch
 DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
 
 
@@ -34,7 +35,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Benchmark torch._dynamo backends on TorchBench-named models.",
                 epilog="Subcommands: `runner.py compare OLD.csv NEW.csv`, "
-                       "`runner.py merge OUT.csv IN.csv...`; each takes --help.")
+                       "`runner.py merge OUT.csv IN.csv...`, "
+                       "`runner.py dashboard ROOT -o SITE`; each takes --help.")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--performance", action="store_true", help="measure speedups (default)")
     mode.add_argument("--accuracy", action="store_true", help="compare outputs with the baseline")
@@ -54,8 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run models whose name matches (repeatable)")
     sel.add_argument("-x", "--exclude", action="append", default=[], metavar="REGEX",
                      help="skip models whose name matches (repeatable)")
-    sel.add_argument("--suite", choices=("builtin", "torchbench"), default="builtin",
-                     help="builtin models, or an installed torchbenchmark package")
+    sel.add_argument("--suite", choices=SUITES, default="builtin",
+                     help="seed: the ten models of the first experiment; builtin: all our "
+                          "models (default); torchbench: a pytorch/benchmark checkout's")
+    sel.add_argument("--torchbench-dir", metavar="DIR",
+                     help="the pytorch/benchmark checkout for --suite torchbench "
+                          "(default: torchbenchmark from PYTHONPATH)")
     sel.add_argument("--list-models", action="store_true", help="print the models and exit")
     sel.add_argument("--total-partitions", type=int, default=1, metavar="N",
                      help="split the selected models into N shards (for CI)")
@@ -68,6 +74,25 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--device", choices=sorted(DEVICES), default="cpu", help="XLA device (PJRT_DEVICE)")
     m.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
     m.add_argument("--configs", metavar="YAML", help="per-model settings (default configs/models.yaml)")
+    prec = m.add_mutually_exclusive_group()
+    prec.add_argument("--float32", dest="precision", action="store_const", const="fp32",
+                      help="run in float32 (default)")
+    prec.add_argument("--bfloat16", dest="precision", action="store_const", const="bf16",
+                      help="cast the model and its floating inputs to bfloat16")
+    prec.add_argument("--float16", dest="precision", action="store_const", const="fp16",
+                      help="cast the model and its floating inputs to float16")
+    prec.add_argument("--amp", dest="precision", action="store_const", const="amp",
+                      help="float32 model under autocast (bfloat16) on the device that runs the step")
+    m.add_argument("--dynamic-shapes", action="store_true",
+                   help="mark the batch dimension dynamic (torch._dynamo.mark_dynamic)")
+    m.add_argument("--batch-sizes", metavar="N,N,...",
+                   help="cycle these batch sizes across repeats; one row per batch size")
+
+    d = p.add_argument_group("diagnostics")
+    d.add_argument("--export-profiler-trace", metavar="DIR",
+                   help="after timing, profile one step of each runner into DIR/<model>_<runner>.json")
+    d.add_argument("--dump-hlo", metavar="DIR",
+                   help="write the HLO of each graph of the XLA runners into DIR")
 
     r = p.add_argument_group("running")
     r.add_argument("--timeout", type=float, default=900.0, help="seconds per model (default 900)")
@@ -99,6 +124,7 @@ def main(argv: list[str]) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     _check_numbers(args)  # before the slow imports: a typo should fail at once
+    use_torchbench_dir(args)
     from . import settings as settings_mod
     from . import suite
 
@@ -128,6 +154,7 @@ def _run(args: argparse.Namespace) -> int:
 def make_config(args: argparse.Namespace) -> RunConfig:
     """Validate ``args`` and turn them into a RunConfig (or raise UsageError)."""
     _check_numbers(args)
+    use_torchbench_dir(args)
     models = select_models(args)
     backends = parse_backends(args.backend)
     mode = "accuracy" if args.accuracy else "performance"
@@ -135,6 +162,8 @@ def make_config(args: argparse.Namespace) -> RunConfig:
     output = Path(args.output) if args.output else Path(
         args.output_directory, f"{mode}_{phase}_{args.device}.csv")
     check_output(output, resume=args.resume, overwrite=args.overwrite)
+    folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
+               (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"))}
     return RunConfig(
         mode=mode, training=args.training, backends=backends,
         use_xla_baseline=args.use_xla_baseline, randomize_input=args.randomize_input,
@@ -142,7 +171,39 @@ def make_config(args: argparse.Namespace) -> RunConfig:
         repeat=args.repeat, warmup=args.warmup, device=args.device, seed=args.seed,
         output=str(output), configs=args.configs, timeout=args.timeout,
         isolate=args.isolate, resume=args.resume,
+        precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
+        batch_sizes=parse_batch_sizes(args.batch_sizes),
+        profiler_trace_dir=folders["--export-profiler-trace"], hlo_dir=folders["--dump-hlo"],
     )
+
+
+def parse_batch_sizes(text: str | None) -> tuple[int, ...]:
+    """``"1,2,4"`` -> ``(1, 2, 4)``: distinct positive ints, in the given order."""
+    if text is None:
+        return ()
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"--batch-sizes takes positive integers separated by commas, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise UsageError(f"--batch-sizes must all be at least 1, got {text!r}")
+    if len(set(sizes)) != len(sizes):
+        raise UsageError(f"--batch-sizes lists a batch size twice: {text!r}")
+    return sizes
+
+
+def _output_folder(path: str | None, flag: str) -> str | None:
+    """Create the folder a diagnostics flag writes into, or say why not."""
+    if path is None:
+        return None
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{flag}: cannot create folder {folder}: {err.strerror or err}") from None
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{flag}: folder {folder} is not writable")
+    return str(folder)
 
 
 def _check_numbers(args) -> None:
@@ -161,6 +222,10 @@ def _check_numbers(args) -> None:
                          f"got {args.partition_id}")
     if args.resume and args.overwrite:
         raise UsageError("--resume and --overwrite contradict each other; pick one")
+    if args.batch_sizes is not None:
+        if args.batch_size is not None:
+            raise UsageError("--batch-size and --batch-sizes contradict each other; pick one")
+        parse_batch_sizes(args.batch_sizes)
 
 
 def select_models(args) -> list[str]:
@@ -172,9 +237,11 @@ def select_models(args) -> list[str]:
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.only:
-        if args.only not in known:
+        matches = [n for n in known if n == args.only] or [
+            n for n in known if n.lower() == args.only.lower()]  # as TorchBench matches names
+        if len(matches) != 1:
             raise UsageError(str(suite.UnknownModelError(args.only, known)))
-        names = [args.only]
+        names = matches
     else:
         include = [_regex(r, "-k/--filter") for r in args.filter]
         exclude = [_regex(r, "-x/--exclude") for r in args.exclude]
@@ -185,6 +252,24 @@ def select_models(args) -> list[str]:
         raise UsageError("no model matches the selection; see --list-models")
     # Round-robin keeps shards balanced and deterministic for a given selection.
     return names[args.partition_id::args.total_partitions]
+
+
+def use_torchbench_dir(args) -> None:
+    """With --torchbench-dir, import torchbenchmark from that checkout, here and
+    in the worker processes (which inherit PYTHONPATH)."""
+    if args.torchbench_dir is None:
+        return
+    if args.suite != "torchbench":
+        raise UsageError("--torchbench-dir applies to --suite torchbench only")
+    folder = Path(args.torchbench_dir).resolve()
+    if not (folder / "torchbenchmark" / "__init__.py").is_file():
+        raise UsageError(f"--torchbench-dir: {args.torchbench_dir} holds no torchbenchmark/__init__.py; "
+                         "pass the root of a pytorch/benchmark checkout")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(folder) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(folder), *filter(None, paths)])
 
 
 def _regex(pattern: str, flag: str) -> re.Pattern:
@@ -235,11 +320,10 @@ def check_output(csv_path: Path, *, resume: bool, overwrite: bool) -> None:
     if resume and csv_path.exists() and csv_path.stat().st_size > 0:
         _check_resumable(csv_path)
     if overwrite:
-        from .results import markdown_path, samples_path
+        from .results import files_beside
 
         # Everything an earlier run wrote beside the CSV, so nothing stale stays.
-        for path in (csv_path, samples_path(csv_path), markdown_path(csv_path),
-                     csv_path.with_suffix(".png")):
+        for path in files_beside(csv_path):
             path.unlink(missing_ok=True)
         shutil.rmtree(csv_path.with_suffix(".logs"), ignore_errors=True)
 
@@ -262,8 +346,13 @@ def _model_listing(names, settings, args) -> str:
     from tabulate import tabulate
 
     profile = "cpu" if args.device == "cpu" else "accelerator"
-    rows = [(n, settings.for_model(n).batch_size(profile, False),
-             settings.for_model(n).batch_size(profile, True)) for n in names]
+
+    def size(name: str, training: bool):
+        if args.suite == "torchbench" and not settings.lists(name):
+            return "TorchBench's default"
+        return settings.for_model(name).batch_size(profile, training)
+
+    rows = [(n, size(n, False), size(n, True)) for n in names]
     return tabulate(rows, headers=("model", f"batch size ({profile})", "training batch size"))
 
 
@@ -279,4 +368,10 @@ def _merge(argv: list[str]) -> int:
     return merge.main(argv)
 
 
-SUBCOMMANDS = {"compare": _compare, "merge": _merge}
+def _dashboard(argv: list[str]) -> int:
+    from . import dashboard
+
+    return dashboard.main(argv)
+
+
+SUBCOMMANDS = {"compare": _compare, "merge": _merge, "dashboard": _dashboard}
