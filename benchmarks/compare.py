@@ -30,7 +30,8 @@ significantly slower, for machines quiet and alike enough to trust it.
 The rules, in the order they are applied to a (name, backend) pair:
 
 1. only in the new run: ``added``; only in the old run: ``removed``;
-2. settings (dev, batch_size, baseline) differ: ``not comparable`` -- even if
+2. settings differ (``results.SETTING_COLUMNS``: suite, baseline, dev,
+   batch_size, mode, dtype, dynamic): ``not comparable`` -- even if
    a status changed, because the changed setting may be the reason;
 3. old passed, new did not: ``new failure``; the reverse: ``fixed``; neither
    passed: ``still failing``;
@@ -60,7 +61,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 from scipy import stats as sps
 from tabulate import tabulate
@@ -85,7 +85,7 @@ MARKS = (SLOWER, NEW_FAILURE, REMOVED, INCONCLUSIVE, FASTER, FIXED, NO_CHANGE, S
 # samples): their change enters the geomean.
 MEASURED_MARKS = frozenset({SLOWER, FASTER, NO_CHANGE})
 
-SETTINGS = ("dev", "batch_size", "baseline")
+SETTINGS = results.SETTING_COLUMNS
 # Optional row columns that tell runs apart in a header (written by some
 # harness versions); a column is used when all rows of a run agree on it.
 RUN_TAG_COLUMNS = ("date", "commit")
@@ -215,26 +215,19 @@ class _Side:
 # Loading
 
 
-def experiment_key(row: Mapping[str, Any]) -> tuple[str, str]:
+def experiment_key(row: Mapping[str, Any]) -> results.ExperimentKey:
     """The experiment a CSV row or a samples record belongs to.
 
     The one place that says which columns pair rows across runs; the
     settings that make a pair ``not comparable`` are ``SETTINGS``.
     """
-    return (str(row["name"]), str(row["backend"]))
+    return results.experiment_key(row)
 
 
 def _status(row: pd.Series) -> str:
     if results.passed(row):
         return results.STATUS_PASS
     return "unknown" if pd.isna(row["status"]) else str(row["status"])
-
-
-def _setting(value: Any) -> Any:
-    # pd.NA == pd.NA is NA, not True: normalise before comparing tuples.
-    if pd.isna(value):
-        return None
-    return int(value) if isinstance(value, (int, np.integer)) else str(value)
 
 
 def _number(value: Any) -> float:
@@ -275,11 +268,12 @@ def _load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], _Side]
         key = experiment_key(row)
         run[key] = _Side(
             status=_status(row),
-            settings=tuple(_setting(row[s]) for s in SETTINGS),
+            settings=key.settings,
             abs_latency_ms=float(row["abs_latency"]) if results.is_finite(row["abs_latency"]) else NAN,
             speedup=float(row["speedup"]) if results.is_finite(row["speedup"]) else NAN,
-            backend_s=samples.get((*key, "backend"), ()),
-            baseline_s=samples.get((*key, "baseline"), ()),
+            # A version-1 samples record names only its (name, backend).
+            backend_s=samples.get((*key, "backend"), samples.get((*key.pair_only(), "backend"), ())),
+            baseline_s=samples.get((*key, "baseline"), samples.get((*key.pair_only(), "baseline"), ())),
             # Optional column (schema v1 files lack it): the first line of a failure.
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
         )
@@ -408,8 +402,8 @@ def _judge_measured(old: _Side, new: _Side, policy: _Policy) -> dict:
 
 def _row(key: tuple[str, str], old: _Side | None, new: _Side | None, policy: _Policy) -> RowComparison:
     base = dict(
-        name=key[0],
-        backend=key[1],
+        name=key.name,
+        backend=key.backend,
         old_status=old.status if old else None,
         new_status=new.status if new else None,
         old_latency_ms=old.abs_latency_ms if old and old.passed else NAN,
@@ -461,8 +455,8 @@ def compare(
     """
     policy = _Policy(threshold, alpha, min_samples, latency_criterion)
     (old_run, old_df), (new_run, new_df) = _load_run(old_csv), _load_run(new_csv)
-    keys = sorted(set(old_run) | set(new_run))
-    rows = [_row(k, old_run.get(k), new_run.get(k), policy) for k in keys]
+    pairs = results.pair_experiments(old_run, new_run)
+    rows = [_row(o or n, old_run.get(o), new_run.get(n), policy) for o, n in pairs]
     ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and results.is_finite(row.change)]
     old_label, new_label = run_labels(old_csv, new_csv, _run_tag(old_df), _run_tag(new_df))
     return Comparison(

@@ -11,6 +11,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+# --float32 / --bfloat16 / --float16 / --amp -> the row's dtype: the model and
+# its floating inputs are cast to the torch dtype; amp keeps them fp32 and
+# runs the step under autocast (bf16, on the device that runs the step).
+PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "amp": None}
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -31,6 +36,20 @@ class RunConfig:
     timeout: float = 900.0  # seconds per model, in isolation
     isolate: bool = True
     resume: bool = False
+    precision: str = "fp32"  # a key of PRECISIONS: the rows' dtype
+    dynamic_shapes: bool = False  # mark the batch dimension dynamic
+    batch_sizes: tuple[int, ...] = ()  # cycled across repeats; () = the one batch size
+    profiler_trace_dir: str | None = None  # one profiled step per runner, after timing
+    hlo_dir: str | None = None  # the HLO of each graph of the XLA runners
+
+    @property
+    def dynamic(self) -> str:
+        """The rows' ``dynamic`` column."""
+        return "dynamic" if self.dynamic_shapes else "static"
+
+    @property
+    def amp(self) -> bool:
+        return self.precision == "amp"
 
     @property
     def profile(self) -> str:
@@ -57,6 +76,7 @@ class RunConfig:
         data = json.loads(text)
         data["backends"] = tuple(data["backends"])
         data["models"] = tuple(data["models"])
+        data["batch_sizes"] = tuple(data.get("batch_sizes", ()))
         return cls(**data)
 
     def replace(self, **changes) -> "RunConfig":

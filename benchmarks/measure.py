@@ -12,12 +12,16 @@ a runner runs: placement builds runners, this module only times them.
   runner always follows the same one.
 * With ``randomize``, fresh inputs are drawn and placed before each repeat,
   outside the timer.
+* With several ``shapes`` (a cycle of batch sizes), each shape gets its own
+  warm-up, whose first call is timed alone (what a new shape costs: a
+  recompile, a new executable), and every repeat runs the whole cycle, each
+  shape in turn: every shape gets ``repeat`` samples, kept apart.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Hashable, Sequence
 
 
 @dataclass
@@ -34,49 +38,79 @@ class Runner:
 
 @dataclass
 class Timings:
-    first_call_s: float | None = None
-    samples_s: list[float] = field(default_factory=list)
+    """One runner's times. ``first_call_s`` / ``samples_s`` are those of the
+    first shape (the only one, without a cycle); ``first_calls_s`` and
+    ``shape_samples_s`` hold every shape's."""
+
+    first_calls_s: dict[Hashable, float] = field(default_factory=dict)
+    shape_samples_s: dict[Hashable, list[float]] = field(default_factory=dict)
     error: BaseException | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def first_call_s(self) -> float | None:
+        return next(iter(self.first_calls_s.values()), None)
+
+    @property
+    def samples_s(self) -> list[float]:
+        return next(iter(self.shape_samples_s.values()), [])
+
+    def at(self, shape: Hashable) -> "Timings":
+        """The times of one shape, as a single-shape Timings."""
+        return Timings({shape: self.first_calls_s[shape]} if shape in self.first_calls_s else {},
+                       {shape: list(self.shape_samples_s.get(shape, []))}, self.error)
+
 
 def measure(
     runners: list[Runner],
-    draw_inputs: Callable[[int], tuple],
+    draw_inputs: Callable[[int, Hashable], Any],
     *,
     warmup: int,
     repeat: int,
     randomize: bool = False,
+    shapes: Sequence[Hashable] = (None,),
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Timings]:
-    """Time ``runners``; ``draw_inputs(i)`` gives the host inputs of draw ``i``.
+    """Time ``runners``; ``draw_inputs(i, shape)`` gives the host inputs of
+    draw ``i`` at ``shape`` (draw 0: warm-up and, without ``randomize``,
+    every repeat).
 
     A runner that raises is stopped and keeps its error; the others go on.
     """
-    timings = {r.name: Timings() for r in runners}
+    shapes = list(shapes)
+    timings = {r.name: Timings(shape_samples_s={s: [] for s in shapes}) for r in runners}
     live = list(runners)
-    placed = _place(live, draw_inputs(0), timings)
-    live = [r for r in live if timings[r.name].ok]
-    for i in range(max(warmup, 1)):
-        for r in live:
-            t = _timed(r, placed[r.name], clock, timings[r.name], "first" if i == 0 else "warmup")
-            if i == 0 and t is not None:
-                timings[r.name].first_call_s = t
-        live = [r for r in live if timings[r.name].ok]
+    placed = {}
+    for shape in shapes:
+        placed[shape] = _place(live, draw_inputs(0, shape), timings)
+        live = _alive(live, timings)
+    for shape in shapes:
+        for i in range(max(warmup, 1)):
+            for r in live:
+                phase = "first" if i == 0 else "warmup"
+                t = _timed(r, placed[shape][r.name], clock, timings[r.name], phase, shape)
+                if i == 0 and t is not None:
+                    timings[r.name].first_calls_s[shape] = t
+            live = _alive(live, timings)
     for i in range(repeat):
-        if randomize:
-            placed = _place(live, draw_inputs(i + 1), timings)
-            live = [r for r in live if timings[r.name].ok]
-        shift = i % len(live) if live else 0
-        for r in live[shift:] + live[:shift]:
-            t = _timed(r, placed[r.name], clock, timings[r.name], "timed")
-            if t is not None:
-                timings[r.name].samples_s.append(t)
-        live = [r for r in live if timings[r.name].ok]
+        for shape in shapes:
+            if randomize:
+                placed[shape] = _place(live, draw_inputs(i + 1, shape), timings)
+                live = _alive(live, timings)
+            shift = i % len(live) if live else 0
+            for r in live[shift:] + live[:shift]:
+                t = _timed(r, placed[shape][r.name], clock, timings[r.name], "timed", shape)
+                if t is not None:
+                    timings[r.name].shape_samples_s[shape].append(t)
+            live = _alive(live, timings)
     return timings
+
+
+def _alive(runners, timings) -> list[Runner]:
+    return [r for r in runners if timings[r.name].ok]
 
 
 def _place(runners, inputs, timings) -> dict[str, tuple]:
@@ -89,7 +123,7 @@ def _place(runners, inputs, timings) -> dict[str, tuple]:
     return placed
 
 
-def _timed(runner: Runner, inputs: tuple, clock, timing: Timings, phase: str) -> float | None:
+def _timed(runner: Runner, inputs, clock, timing: Timings, phase: str, shape: Hashable) -> float | None:
     try:
         if runner.probe:
             runner.probe.before()
@@ -97,7 +131,7 @@ def _timed(runner: Runner, inputs: tuple, clock, timing: Timings, phase: str) ->
         runner.step(inputs)
         elapsed = clock() - start
         if runner.probe:
-            runner.probe.after(phase)
+            runner.probe.after(phase, shape)
         return elapsed
     except Exception as err:  # noqa: BLE001 - a runner's failure is data
         timing.error = err

@@ -12,7 +12,8 @@ the shards wrote them.
 
 Rules:
 
-* Duplicates are an error. A (name, backend, dev, batch_size, baseline) found
+* Duplicates are an error. An experiment (``results.experiment_key``: suite,
+  name, backend, baseline, dev, batch_size, mode, dtype, dynamic) found
   in more than one input means the shards overlapped, or a file was given
   twice: which measurement to keep can't be decided here, so nothing is
   written and the exit code is 2, with the duplicates named. (Rows repeated
@@ -47,8 +48,7 @@ from typing import Sequence
 from benchmarks import results
 
 PROG = "runner.py merge"
-# What makes two rows the same measurement (the report's pair plus its settings).
-KEY = ("name", "backend", "dev", "batch_size", "baseline")
+# What makes two rows the same measurement: results.experiment_key.
 MAX_LISTED = 5  # duplicates named in the error; the rest are counted
 
 
@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Merge the CSVs (and the .jsonl samples beside them) of several runs, "
                     "e.g. --total-partitions shards, into one CSV + JSONL + markdown report.",
-        epilog="A (name, backend, dev, batch_size, baseline) found in more than one input is "
+        epilog="An experiment (name, backend and settings: suite, baseline, dev, batch_size, mode, "
+               "dtype, dynamic) found in more than one input is "
                "an error (exit code 2, nothing written): re-run or drop the overlapping shard.")
     p.add_argument("output", metavar="OUT.csv", help="the merged CSV; .jsonl and .md beside it")
     p.add_argument("inputs", nargs="+", metavar="IN.csv", help="the CSVs to merge, in any order")
@@ -171,20 +172,21 @@ def _read_samples(path: Path) -> list[tuple[str, str]]:
 # Merging
 
 
-def duplicates(shards: Sequence[Shard]) -> dict[tuple[str, ...], list[Path]]:
-    """Each KEY found in more than one input, with the inputs it is in."""
-    where: dict[tuple[str, ...], list[Path]] = {}
+def duplicates(shards: Sequence[Shard]) -> dict[results.ExperimentKey, list[Path]]:
+    """Each experiment found in more than one input, with the inputs it is in."""
+    where: dict[results.ExperimentKey, list[Path]] = {}
     for shard in shards:
-        for key in dict.fromkeys(tuple(row[c] for c in KEY) for row in shard.rows):
+        for key in dict.fromkeys(results.experiment_key(row) for row in shard.rows):
             where.setdefault(key, []).append(shard.path)
     return {key: paths for key, paths in where.items() if len(paths) > 1}
 
 
-def _describe_duplicates(found: dict[tuple[str, ...], list[Path]]) -> str:
+def _describe_duplicates(found: dict[results.ExperimentKey, list[Path]]) -> str:
     listed = []
-    for (name, backend, dev, batch_size, baseline), paths in list(found.items())[:MAX_LISTED]:
-        listed.append(f"{name}/{backend} (dev {dev}, batch_size {batch_size}, baseline {baseline}) "
-                      f"in {', '.join(map(str, paths))}")
+    for key, paths in list(found.items())[:MAX_LISTED]:
+        settings = ", ".join(f"{c} {v}" for c, v in zip(results.SETTING_COLUMNS, key.settings)
+                             if v is not None)
+        listed.append(f"{key.name}/{key.backend} ({settings}) in {', '.join(map(str, paths))}")
     more = f"; and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
     return (f"{len(found)} result(s) in more than one input, nothing written: "
             f"{'; '.join(listed)}{more}")

@@ -5,8 +5,9 @@ process of its own (``benchmarks.worker``) and appends its rows to the CSV as
 soon as the model finishes, so a run killed at any moment leaves a valid CSV
 with every finished model. Whatever a worker does (raise, crash on a signal,
 hang past ``--timeout``, flood its output) becomes rows with a status; the
-run goes on. With ``--resume``, (model, backend) pairs already in the CSV
-with the same settings are skipped.
+run goes on. With ``--resume``, experiments already in the CSV (the same
+``results.experiment_key``: model, backend and every setting) are skipped,
+so a training run resumed on an inference CSV runs its training rows.
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 from tqdm import tqdm
 
 from . import plots, report, results, worker
@@ -32,6 +32,7 @@ def run(config: RunConfig) -> Path:
     # Start both files now, so that a shard with no models (more partitions
     # than models) still leaves a valid, empty CSV to merge and report.
     results.append_samples(results.samples_path(csv_path), [])
+    results.append_graph_breaks(csv_path, [])
     results.append_rows(csv_path, [])
     todo = pending_work(config)
     with tqdm(todo, unit="model", desc=f"{config.mode} {config.phase}", file=sys.stderr,
@@ -41,39 +42,37 @@ def run(config: RunConfig) -> Path:
             result = run_one(config.replace(backends=backends), name)
             # Samples first: a row in the CSV always has its samples beside it.
             results.append_samples(results.samples_path(csv_path), result.samples)
+            results.append_graph_breaks(csv_path, result.graph_breaks)
             results.append_rows(csv_path, result.rows)
         progress.set_postfix_str("done")
     return csv_path
 
 
 def pending_work(config: RunConfig) -> list[tuple[str, tuple[str, ...]]]:
-    """(model, backends still to run) for each model with work left."""
+    """(model, backends still to run) for each model with work left: a
+    backend is done when the CSV has a row of every experiment it would
+    write (``results.experiment_key``: same settings, mode, dtype, shapes)."""
     done = completed(config) if config.resume else set()
     work = []
     for name in config.models:
-        missing = tuple(b for b in config.backends if (name, b) not in done)
+        bases = worker.row_bases(config, name)
+        missing = tuple(b for b in config.backends
+                        if not all(results.experiment_key({**base, "backend": b}) in done
+                                   for base in bases))
         if missing:
             work.append((name, missing))
     return work
 
 
-def completed(config: RunConfig) -> set[tuple[str, str]]:
-    """(model, backend) pairs in the CSV whose settings match this run's."""
+def completed(config: RunConfig) -> set[results.ExperimentKey]:
+    """The experiments the CSV has a row of (whatever its status)."""
     path = config.csv_path
     if not path.exists() or path.stat().st_size == 0:
         return set()
     df = results.read_rows(path)
-    done = set()
-    for row in df.itertuples(index=False):
-        if row.name not in config.models:
-            continue
-        expected = worker.row_base(config, row.name)
-        if pd.isna(row.batch_size):
-            continue
-        if (row.dev, row.baseline, int(row.batch_size)) == (
-                expected["dev"], expected["baseline"], expected["batch_size"]):
-            done.add((row.name, row.backend))
-    return done
+    keys = {results.experiment_key(row) for row in df.to_dict("records")}
+    # TorchBench may choose the batch size (expected as None): any size matches.
+    return keys | {key._replace(batch_size=None) for key in keys}
 
 
 def run_one(config: RunConfig, name: str) -> worker.ModelResult:
@@ -84,7 +83,7 @@ def run_one(config: RunConfig, name: str) -> worker.ModelResult:
 
 def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
     """``worker.run_model`` in a child process; its fate becomes rows."""
-    base = worker.row_base(config, name)
+    base = worker.row_bases(config, name)
     with tempfile.TemporaryDirectory(prefix="xdb-worker-") as tmp:
         job, out, log = Path(tmp, "job.json"), Path(tmp, "result.json"), Path(tmp, "log.txt")
         job.write_text(json.dumps({"config": config.to_json(), "model": name}))
@@ -104,7 +103,7 @@ def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
                 return worker.failed(config, base, "timeout", f"no result after {config.timeout:g} s")
         if code == 0 and out.exists():
             data = json.loads(out.read_text())
-            return worker.ModelResult(data["rows"], data["samples"])
+            return worker.ModelResult(data["rows"], data["samples"], data.get("graph_breaks", []))
         tail = _tail(log)
         _keep_log(config, name, log)
         if code < 0:

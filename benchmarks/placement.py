@@ -17,15 +17,25 @@ A step is an inference call under ``torch.no_grad``, or with ``training`` a
 training step: forward, a scalar loss, backward and an SGD step. Every runner
 gets its own copy of the module (and optimizer), so no runner sees another's
 parameter or buffer updates.
+
+``precision`` (``config.PRECISIONS``) is applied alike by every runner: the
+module copy and the floating inputs are cast to bf16/fp16 (integer inputs
+stay integers), or, for ``amp``, the step runs under ``torch.autocast`` in
+bf16 on the device that runs it (``xla`` or ``cpu``). Dynamic-shape marks
+(``torch._dynamo.mark_dynamic``) on host inputs are carried over to the
+placed copies.
 """
 from __future__ import annotations
 
 import copy
 
 import torch
+import torch._dynamo
 from torch.utils import _pytree as pytree
 
+from .config import PRECISIONS
 from .measure import Runner
+from .models.spec import call
 from .probes import Probe
 
 # Backends whose graphs run on the XLA device; any other runs on the host.
@@ -39,45 +49,99 @@ def runs_on_xla(backend: str) -> bool:
     return backend in XLA_BACKENDS
 
 
-def baseline_runner(module: torch.nn.Module, use_xla: bool, training: bool = False) -> Runner:
+def baseline_runner(module: torch.nn.Module, use_xla: bool, training: bool = False,
+                    precision: str = "fp32") -> Runner:
     name = "xla" if use_xla else "eager"
-    return _runner(name, module, use_xla, None, training)
+    return _runner(name, module, use_xla, None, training, precision)
 
 
-def backend_runner(module: torch.nn.Module, backend: str, training: bool = False) -> Runner:
-    return _runner(backend, module, runs_on_xla(backend), backend, training)
+def backend_runner(module: torch.nn.Module, backend: str, training: bool = False,
+                   precision: str = "fp32", on_graph=None) -> Runner:
+    """``on_graph(gm, example_inputs)``, when given, sees every graph dynamo
+    hands to the backend, before the backend compiles it."""
+    compile_with = _observed(backend, on_graph) if on_graph else backend
+    return _runner(backend, module, runs_on_xla(backend), compile_with, training, precision)
 
 
-def _runner(name, module, on_xla, compile_with, training) -> Runner:
+def _observed(backend: str, on_graph):
+    compiler = torch._dynamo.lookup_backend(backend)
+
+    def observed(gm, example_inputs):
+        on_graph(gm, example_inputs)
+        return compiler(gm, example_inputs)
+
+    return observed
+
+
+def reference_runner(module: torch.nn.Module, training: bool = False) -> Runner:
+    """The model run eagerly on the host in float64: the reference accuracy
+    checks measure errors against."""
+    return _runner("fp64", module, False, None, training, "fp64")
+
+
+def torch_dtype(precision: str) -> torch.dtype | None:
+    """The dtype the model and floating inputs are cast to (None: kept, for fp32 and amp)."""
+    if precision not in PRECISIONS and precision != "fp64":
+        raise ValueError(f"unknown precision {precision!r}; choose from: {', '.join(PRECISIONS)}")
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}.get(precision)
+
+
+def _runner(name, module, on_xla, compile_with, training, precision="fp32") -> Runner:
     device = _xla_device() if on_xla else torch.device("cpu")
+    dtype = torch_dtype(precision)
     model = copy.deepcopy(module).to(device).train(training)
+    if dtype is not None:
+        model = model.to(dtype)  # floating parameters and buffers only
     fn = torch.compile(model, backend=compile_with) if compile_with else model
     step = _training_step(fn, model) if training else _inference_step(fn)
+    if precision == "amp":
+        step = _autocast(step, "xla" if on_xla else "cpu")
     probe = Probe(xla=on_xla)
-    if not on_xla:
-        return Runner(name, step, probe=probe)
 
     def prepare(inputs):
-        placed = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
-        sync_device()  # the transfer is not part of the step
+        placed = pytree.tree_map_only(torch.Tensor, lambda t: _place(t, device, dtype), inputs)
+        if on_xla:
+            sync_device()  # the transfer is not part of the step
         return placed
+
+    if not on_xla:
+        return Runner(name, step, prepare, probe)
 
     def xla_step(inputs):
         probe.host_started()
         # ``out`` stays referenced until the sync: an unreferenced lazy
         # result would never be computed.
         out = step(inputs)
-        probe.host_done()  # lazy tracing, or a compiled call's host overhead
+        # Lazy tracing, or a compiled call's host overhead; the probe may read
+        # the HLO of what is still pending (the lazy baseline's whole step).
+        probe.host_done(pending=(out, list(model.parameters())) if training else out)
         sync_device()
         return out
 
     return Runner(name, xla_step, prepare, probe)
 
 
+def _place(t: torch.Tensor, device: torch.device, dtype: torch.dtype | None) -> torch.Tensor:
+    """``t`` on ``device``; cast to ``dtype`` if floating; its dynamic marks kept."""
+    placed = t.to(device, dtype) if dtype is not None and t.is_floating_point() else t.to(device)
+    marks = getattr(t, "_dynamo_dynamic_indices", None)
+    if marks and placed is not t:
+        torch._dynamo.mark_dynamic(placed, sorted(marks))
+    return placed
+
+
+def _autocast(step, device_type: str):
+    def step_under_autocast(inputs):
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            return step(inputs)
+
+    return step_under_autocast
+
+
 def _inference_step(fn):
     def step(inputs):
         with torch.no_grad():
-            return fn(*inputs)
+            return call(fn, inputs)
 
     return step
 
@@ -87,7 +151,7 @@ def _training_step(fn, model):
 
     def step(inputs):
         optimizer.zero_grad(set_to_none=True)
-        loss = scalar_loss(fn(*inputs))
+        loss = scalar_loss(call(fn, inputs))
         loss.backward()
         optimizer.step()
         return loss

@@ -7,9 +7,15 @@ A run writes three files that share a stem (``results/<stem>.*``):
   per line (see :func:`sample_record`).
 * ``<stem>.md``    -- the report rendered from the CSV (``benchmarks.report``).
 
-Offers ``SCHEMA_VERSION``, ``COLUMNS`` / ``CSV_COLUMNS``, the status constants,
-``append_rows`` / ``read_rows`` / ``empty_frame``, ``sample_record`` /
-``append_samples`` / ``read_samples`` and ``samples_path`` / ``markdown_path``.
+* ``<stem>_graph_breaks.csv`` -- every dynamo graph break seen, with its
+  reason and user frame (``GRAPH_BREAK_COLUMNS``).
+
+Offers ``SCHEMA_VERSION`` (and its history below), ``COLUMNS`` /
+``CSV_COLUMNS``, the status constants, ``experiment_key`` (what identifies an
+experiment: resume, merge, compare and the report all use it), ``append_rows``
+/ ``read_rows`` / ``empty_frame``, ``sample_record`` / ``append_samples`` /
+``read_samples``, ``append_graph_breaks`` / ``read_graph_breaks`` and the
+paths of the files beside a CSV.
 
 Crash safety: every record is one complete line handed to a single
 ``os.write`` on an ``O_APPEND`` descriptor, followed by ``fsync``, so killing
@@ -28,12 +34,33 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-SCHEMA_VERSION = 1
+# The schema's history (as pyperf's ``_bench.py`` keeps its JSON format's).
+# A change of columns bumps SCHEMA_VERSION and adds a line here; readers keep
+# reading every older version (``_migrate``), and a committed file of each
+# old version is read by the tests (tests/fixtures/v1/).
+#
+# 1 -- the first release: PyTorch's six columns, backend, baseline, the
+#      speedup's CI, status, error, accuracy, compiler metrics (first call,
+#      compiles and execution per iteration, host time, dynamo graphs, graph
+#      breaks, recompiles, fallback ops), unstable.  Samples records: name,
+#      backend, role, first_call_s, samples_s (+ baseline on baseline records).
+# 2 -- rows say what was run: suite, mode (inference/training), dtype
+#      (fp32/bf16/fp16/amp), dynamic (static/dynamic), repeat, warmup, seed,
+#      timestamp (UTC ISO-8601), torch/torch_xla/python versions and the
+#      project's commit; per-shape compiles of the lazy baseline
+#      (baseline_first_call_compiles); memory (peak_host_mb, peak_device_mb,
+#      the baseline's, and the baseline/backend ratios as PyTorch's
+#      compression_ratio).  Samples records carry the experiment's key
+#      columns too.  Version-1 rows are read with dtype fp32 and dynamic
+#      static, the only ones version 1 could run; their suite and mode were
+#      not recorded and stay empty (unknown), so they never match a version-2
+#      row that says what it ran.
+SCHEMA_VERSION = 2
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -48,6 +75,8 @@ FAILURE_STATUSES = (
     "fail_accuracy",
     "eager_two_runs_differ",
     "skipped",  # configs/ says why: the row's error
+    "not_installed",  # a TorchBench model's dependency, data or download is missing: the error says which
+    "unsupported",  # a TorchBench model refuses this device, mode or batch size (NotImplementedError)
 )
 
 SAMPLE_ROLES = ("baseline", "backend")
@@ -100,9 +129,39 @@ COLUMNS: list[Column] = [
     Column("fallback_ops", "str", required=False),  # ops run on CPU by torch_xla, space-separated
     Column("unstable", "str", required=False),  # why the measurement may be unreliable
     Column("executes_per_iter", "float64", required=False),  # XLA graphs run per iteration
+    # Version 2: what was run (the experiment's settings, then the run's metadata).
+    Column("suite", "str", required=False),  # builtin | torchbench
+    Column("mode", "str", required=False),  # inference | training
+    Column("dtype", "str", required=False),  # fp32 | bf16 | fp16 | amp
+    Column("dynamic", "str", required=False),  # static | dynamic (batch dimension marked dynamic)
+    Column("repeat", "Int64", required=False),
+    Column("warmup", "Int64", required=False),
+    Column("seed", "Int64", required=False),
+    Column("timestamp", "str", required=False),  # UTC ISO-8601, when the model's run started
+    Column("torch_version", "str", required=False),
+    Column("torch_xla_version", "str", required=False),
+    Column("python_version", "str", required=False),
+    Column("commit", "str", required=False),  # the project's git commit, or "unknown"
+    Column("baseline_first_call_compiles", "Int64", required=False),  # lazy baseline, first call
+    Column("peak_host_mb", "float64", required=False),  # RSS high-water mark in the backend's steps
+    Column("peak_device_mb", "float64", required=False),  # XLA device peak, where it reports one
+    Column("baseline_peak_host_mb", "float64", required=False),
+    Column("baseline_peak_device_mb", "float64", required=False),
+    Column("host_compression_ratio", "float64", required=False),  # baseline / backend peak host
+    Column("device_compression_ratio", "float64", required=False),  # baseline / backend peak device
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]
+
+# What identifies an experiment: two rows with the same values measured the
+# same thing.  --resume skips them, merge refuses them twice, compare pairs
+# them and calls a pair whose settings differ ``not comparable``.
+KEY_COLUMNS = ("suite", "name", "backend", "baseline", "dev", "batch_size", "mode", "dtype", "dynamic")
+# The key less the pair it names: a (name, backend) measured with other
+# settings is another experiment.
+SETTING_COLUMNS = tuple(c for c in KEY_COLUMNS if c not in ("name", "backend"))
+# What a version-1 row could only have been (see the history above).
+_V1_DEFAULTS = {"dtype": "fp32", "dynamic": "static"}
 
 _NEWLINE = b"\n"
 
@@ -126,9 +185,101 @@ def passed(row: Mapping[str, Any]) -> bool:
 
 
 def latest(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per (name, backend): the last, as a re-run appended to a file
-    replaces the earlier attempt."""
-    return df.drop_duplicates(subset=["name", "backend"], keep="last")
+    """One row per experiment (``experiment_key``): the last, as a re-run
+    appended to a file replaces the earlier attempt."""
+    return df.drop_duplicates(subset=[c for c in KEY_COLUMNS if c in df.columns], keep="last")
+
+
+# --------------------------------------------------------------------------
+# What identifies an experiment
+
+
+class ExperimentKey(NamedTuple):
+    """The ``KEY_COLUMNS`` of a row, normalised: ``None`` where a value is
+    missing (unknown), ``batch_size`` an int, everything else a string."""
+
+    suite: str | None
+    name: str | None
+    backend: str | None
+    baseline: str | None
+    dev: str | None
+    batch_size: int | None
+    mode: str | None
+    dtype: str | None
+    dynamic: str | None
+
+    @property
+    def settings(self) -> tuple:
+        """The values of ``SETTING_COLUMNS``."""
+        return tuple(getattr(self, c) for c in SETTING_COLUMNS)
+
+    def pair_only(self) -> "ExperimentKey":
+        """This key with every setting unknown: what a version-1 samples
+        record, which names only its (name, backend), is keyed by."""
+        return self._replace(**dict.fromkeys(SETTING_COLUMNS))
+
+    def sort_key(self) -> tuple:
+        # None sorts first; batch sizes numerically.
+        return tuple((v is not None, v if isinstance(v, int) else str(v or "")) for v in self)
+
+
+def _key_value(column: str, value: Any) -> Any:
+    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return None
+    if column == "batch_size":
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return str(value)
+    return str(value)
+
+
+def _version(row: Mapping[str, Any]) -> int | None:
+    try:
+        return int(float(row.get("schema_version")))
+    except (TypeError, ValueError):
+        return None
+
+
+def experiment_key(row: Mapping[str, Any]) -> ExperimentKey:
+    """The experiment a CSV row (a dict, a pandas row, or merge's text cells)
+    or a samples record belongs to.
+
+    Version-1 rows get the settings version 1 could only have had (fp32,
+    static); a version-1 samples record recorded no settings at all, so its
+    key is ``pair_only()``: match it by (name, backend).
+    """
+    values = {c: _key_value(c, row.get(c)) for c in KEY_COLUMNS}
+    key = ExperimentKey(**values)
+    if _version(row) == 1:
+        if "role" in row:
+            return key.pair_only()
+        key = key._replace(**{c: v for c, v in _V1_DEFAULTS.items() if values[c] is None})
+    return key
+
+
+def key_fields(row: Mapping[str, Any]) -> dict:
+    """The ``KEY_COLUMNS`` of ``row`` as a dict (to stamp samples records)."""
+    return {c: row.get(c) for c in KEY_COLUMNS}
+
+
+def pair_experiments(old: Iterable[ExperimentKey], new: Iterable[ExperimentKey]
+                     ) -> list[tuple[ExperimentKey | None, ExperimentKey | None]]:
+    """Pairs of keys to compare, sorted: each experiment found in both runs
+    with itself; then, for each (name, backend), the experiments left on
+    either side paired in order (same pair, other settings: not comparable);
+    whatever is left has no counterpart (``None`` on the other side)."""
+    old_set, new_set = set(old), set(new)
+    pairs = [(k, k) for k in old_set & new_set]
+    left: dict[tuple, tuple[list, list]] = {}
+    for side, keys in ((0, old_set - new_set), (1, new_set - old_set)):
+        for key in sorted(keys, key=ExperimentKey.sort_key):
+            left.setdefault((key.name, key.backend), ([], []))[side].append(key)
+    for olds, news in left.values():
+        n = max(len(olds), len(news))
+        olds, news = olds + [None] * (n - len(olds)), news + [None] * (n - len(news))
+        pairs += list(zip(olds, news))
+    return sorted(pairs, key=lambda pair: (pair[0] or pair[1]).sort_key())
 
 
 # --------------------------------------------------------------------------
@@ -143,6 +294,20 @@ def samples_path(csv_path: str | os.PathLike) -> Path:
 def markdown_path(csv_path: str | os.PathLike) -> Path:
     """The markdown report beside ``csv_path`` (same stem, ``.md``)."""
     return Path(csv_path).with_suffix(".md")
+
+
+def graph_breaks_path(csv_path: str | os.PathLike) -> Path:
+    """The graph-break report beside ``csv_path`` (``<stem>_graph_breaks.csv``)."""
+    path = Path(csv_path)
+    return path.with_name(f"{path.stem}_graph_breaks.csv")
+
+
+def files_beside(csv_path: str | os.PathLike) -> list[Path]:
+    """Every file a run writes for ``csv_path``, the CSV first (the ``.logs``
+    folder of failed workers aside)."""
+    path = Path(csv_path)
+    return [path, samples_path(path), markdown_path(path), path.with_suffix(".png"),
+            graph_breaks_path(path)]
 
 
 # --------------------------------------------------------------------------
@@ -295,7 +460,17 @@ def read_rows(csv_path: str | os.PathLike) -> pd.DataFrame:
         if column.name not in frame:
             frame[column.name] = pd.Series(index=frame.index, dtype=column.dtype)
     extra = [name for name in frame.columns if name not in CSV_COLUMNS]
-    return frame[CSV_COLUMNS + extra]
+    return _migrate(frame[CSV_COLUMNS + extra])
+
+
+def _migrate(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of older schema versions in today's terms (see the history)."""
+    v1 = (frame["schema_version"] == 1).fillna(False).astype(bool)
+    if v1.any():
+        frame = frame.copy()
+        for column, value in _V1_DEFAULTS.items():
+            frame.loc[v1 & frame[column].isna(), column] = value
+    return frame
 
 
 # --------------------------------------------------------------------------
@@ -380,3 +555,36 @@ def read_samples(jsonl_path: str | os.PathLike) -> list[dict]:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{jsonl_path}:{number}: invalid JSON: {exc}") from exc
     return records
+
+
+# --------------------------------------------------------------------------
+# Graph breaks
+
+
+# One line per distinct break a runner met: the experiment it belongs to, the
+# reason dynamo gave (on one line) and the user frame it broke in.
+GRAPH_BREAK_COLUMNS = ["name", "backend", "mode", "dtype", "dynamic", "reason", "user_frame"]
+
+
+def append_graph_breaks(csv_path: str | os.PathLike, records: list[Mapping[str, Any]]) -> None:
+    """Append graph-break ``records`` (dicts keyed by ``GRAPH_BREAK_COLUMNS``)
+    to the graph-break CSV beside the results CSV ``csv_path``; writes its
+    header when it is new, so a run without breaks leaves a file that says so."""
+    lines = []
+    for record in records:
+        unknown = sorted(set(record) - set(GRAPH_BREAK_COLUMNS))
+        if unknown:
+            raise ValueError(f"unknown graph-break columns {unknown}; known: {GRAPH_BREAK_COLUMNS}")
+        lines.append(csv_line(_cell(record.get(c)) for c in GRAPH_BREAK_COLUMNS).encode("utf-8"))
+    _append_lines(graph_breaks_path(csv_path), lines,
+                  header=csv_line(GRAPH_BREAK_COLUMNS).encode("utf-8"))
+
+
+def read_graph_breaks(csv_path: str | os.PathLike) -> pd.DataFrame:
+    """The graph breaks recorded beside the results CSV ``csv_path`` (no rows
+    when the file is absent: runs before schema version 2 wrote none)."""
+    path = graph_breaks_path(csv_path)
+    text = _read_complete_text(path) if path.exists() else ""
+    if not text.strip():
+        return pd.DataFrame({c: pd.Series(dtype="str") for c in GRAPH_BREAK_COLUMNS})
+    return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""])

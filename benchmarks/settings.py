@@ -11,7 +11,7 @@ defaults, ``cpu`` sizes small enough for a 2-core machine.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -44,10 +44,16 @@ class BatchSizes:
 
 @dataclass(frozen=True)
 class Tolerances:
-    """Accuracy tolerances of runs on the host and on an XLA device."""
+    """Accuracy tolerances: of fp32 runs on the host and on an XLA device, and
+    of the lower precisions wherever they run (their rounding dwarfs the
+    host/XLA difference). The lower precisions' defaults here serve files
+    that predate them; configs/models.yaml sets its own."""
 
     host: float
     xla: float
+    bf16: float = 5.0e-2
+    fp16: float = 1.0e-2
+    amp: float = 5.0e-2
 
 
 @dataclass(frozen=True)
@@ -82,8 +88,10 @@ class ModelSettings:
             raise ValueError(f"unknown profile {profile!r}; choose from: {', '.join(PROFILES)}")
         return getattr(self.train_batch_sizes if training else self.batch_sizes, profile)
 
-    def tolerance(self, xla: bool) -> float:
-        """The tolerance of runs on an XLA device (``xla``) or on the host."""
+    def tolerance(self, xla: bool, dtype: str = "fp32") -> float:
+        """The tolerance of ``dtype`` runs on an XLA device (``xla``) or on the host."""
+        if dtype != "fp32":
+            return getattr(self.tolerances, dtype)
         return self.tolerances.xla if xla else self.tolerances.host
 
     def skip_reason(self, training: bool) -> str | None:
@@ -103,6 +111,11 @@ class Settings:
         if name in self.models:
             return self.models[name]
         return replace(self.defaults, name=name)
+
+    def lists(self, name: str) -> bool:
+        """Whether the file has an entry for ``name`` (a TorchBench model it
+        doesn't list runs at TorchBench's own batch size)."""
+        return name in self.models
 
 
 class _Key(NamedTuple):
@@ -142,6 +155,8 @@ _KEYS = MappingProxyType(
 # train_batch_size and skip are per model only: a model without train_batch_size
 # trains at its own batch_size, and skipping every model makes no sense.
 _DEFAULT_KEYS = ("batch_size", "tolerance", "cosine")
+# Sub-keys the defaults may leave out: they have a default of their own.
+_OPTIONAL_CHOICES = tuple(f.name for f in fields(Tolerances) if f.default is not MISSING)
 
 
 def load_settings(path: Path | None = None) -> Settings:
@@ -207,7 +222,7 @@ def _check_complete(defaults: dict, path: Path) -> None:
         if key not in defaults:
             raise ConfigError(path, f"defaults.{key}", problem)
         for choice in _KEYS[key].choices:
-            if choice not in defaults[key]:
+            if choice not in defaults[key] and choice not in _OPTIONAL_CHOICES:
                 raise ConfigError(path, f"defaults.{key}.{choice}", problem)
 
 

@@ -33,7 +33,7 @@ def test_first_call_timed_alone_then_warmup_untimed():
     clock = FakeClock()
     base = clock.runner("base", [5.0, 1.0, 1.0, 2.0])
     back = clock.runner("back", [9.0, 0.5, 0.5, 1.0])
-    timings = measure([base, back], lambda i: ("x",), warmup=3, repeat=4, clock=clock)
+    timings = measure([base, back], lambda i, shape: ("x",), warmup=3, repeat=4, clock=clock)
     assert timings["base"].first_call_s == 5.0
     assert timings["back"].first_call_s == 9.0
     # 3 warm-up calls, then 4 timed ones at the steady duration.
@@ -44,7 +44,7 @@ def test_first_call_timed_alone_then_warmup_untimed():
 def test_repeats_interleave_and_rotate():
     clock = FakeClock()
     runners = [clock.runner(n, [1.0]) for n in ("a", "b", "c")]
-    measure(runners, lambda i: (i,), warmup=1, repeat=3, clock=clock)
+    measure(runners, lambda i, shape: (i,), warmup=1, repeat=3, clock=clock)
     timed = [name for name, _ in clock.log[3:]]
     # Every repeat runs each runner once, starting from a different one.
     assert timed == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
@@ -53,7 +53,7 @@ def test_repeats_interleave_and_rotate():
 def test_randomize_draws_fresh_inputs_each_repeat():
     clock = FakeClock()
     runner = clock.runner("a", [1.0])
-    measure([runner], lambda i: (f"draw{i}",), warmup=2, repeat=3, randomize=True, clock=clock)
+    measure([runner], lambda i, shape: (f"draw{i}",), warmup=2, repeat=3, randomize=True, clock=clock)
     assert [inputs for _, inputs in clock.log] == [
         ("draw0",), ("draw0",), ("draw1",), ("draw2",), ("draw3",)]
 
@@ -62,7 +62,7 @@ def test_fixed_inputs_without_randomize():
     clock = FakeClock()
     runner = clock.runner("a", [1.0])
     draws = []
-    measure([runner], lambda i: draws.append(i) or (i,), warmup=1, repeat=3, clock=clock)
+    measure([runner], lambda i, shape: draws.append(i) or (i,), warmup=1, repeat=3, clock=clock)
     assert draws == [0]
 
 
@@ -75,7 +75,7 @@ def test_prepare_runs_outside_the_timer():
         return inputs
 
     runner.prepare = slow_prepare
-    timings = measure([runner], lambda i: (i,), warmup=1, repeat=2, randomize=True, clock=clock)
+    timings = measure([runner], lambda i, shape: (i,), warmup=1, repeat=2, randomize=True, clock=clock)
     assert timings["a"].first_call_s == 1.0
     assert timings["a"].samples_s == [1.0, 1.0]
 
@@ -85,7 +85,66 @@ def test_a_failing_runner_stops_alone(fail_at):
     clock = FakeClock()
     good = clock.runner("good", [1.0])
     bad = clock.runner("bad", [1.0], fail_at=fail_at)
-    timings = measure([good, bad], lambda i: (i,), warmup=2, repeat=3, clock=clock)
+    timings = measure([good, bad], lambda i, shape: (i,), warmup=2, repeat=3, clock=clock)
     assert not timings["bad"].ok and "bad failed" in str(timings["bad"].error)
     assert timings["good"].ok and timings["good"].samples_s == [1.0] * 3
     assert len(timings["bad"].samples_s) == max(0, fail_at - 2)
+
+
+def test_a_cycle_of_shapes_warms_each_up_and_keeps_samples_apart():
+    clock = FakeClock()
+    # A backend whose first call at each shape compiles (10 s), then runs in
+    # as many seconds as the shape is large.
+    seen = set()
+
+    def step(inputs):
+        shape = inputs[0]
+        clock.log.append(("back", inputs))
+        clock.now += 10.0 if shape not in seen else float(shape)
+        seen.add(shape)
+
+    back = Runner("back", step)
+    draws = []
+
+    def draw(i, shape):
+        draws.append((i, shape))
+        return (shape,)
+
+    timings = measure([back], draw, warmup=2, repeat=3, shapes=(1, 2, 4), clock=clock)
+    t = timings["back"]
+    assert t.first_calls_s == {1: 10.0, 2: 10.0, 4: 10.0}
+    assert t.shape_samples_s == {1: [1.0] * 3, 2: [2.0] * 3, 4: [4.0] * 3}
+    # Warm-up shape by shape (first call, then one more), then each repeat
+    # runs the whole cycle.
+    order = [inputs[0] for _, inputs in clock.log]
+    assert order == [1, 1, 2, 2, 4, 4] + [1, 2, 4] * 3
+    assert draws == [(0, 1), (0, 2), (0, 4)]  # inputs drawn once per shape
+    assert t.at(2).first_call_s == 10.0 and t.at(2).samples_s == [2.0] * 3
+    assert t.first_call_s == 10.0 and t.samples_s == [1.0] * 3  # the first shape's
+
+
+def test_randomize_draws_per_shape_and_repeat():
+    clock = FakeClock()
+    runner = clock.runner("a", [1.0])
+    draws = []
+    measure([runner], lambda i, shape: draws.append((i, shape)) or (i, shape), warmup=1, repeat=2,
+            randomize=True, shapes=("s", "l"), clock=clock)
+    assert draws == [(0, "s"), (0, "l"), (1, "s"), (1, "l"), (2, "s"), (2, "l")]
+
+
+def test_probe_is_told_phase_and_shape():
+    clock = FakeClock()
+    told = []
+
+    class Probe:
+        def before(self):
+            pass
+
+        def after(self, phase, shape=None):
+            told.append((phase, shape))
+
+    runner = clock.runner("a", [1.0])
+    runner.probe = Probe()
+    measure([runner], lambda i, shape: (shape,), warmup=2, repeat=1, shapes=(8, 16), clock=clock)
+    assert told == [("first", 8), ("warmup", 8), ("first", 16), ("warmup", 16),
+                    ("timed", 8), ("timed", 16)]

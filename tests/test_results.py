@@ -44,7 +44,7 @@ def test_column_order_starts_with_dynamo_harness_columns():
     ]
     # Optional columns all come after the required ones.
     assert results.CSV_COLUMNS[:len(required)] == required
-    assert results.SCHEMA_VERSION == 1
+    assert results.SCHEMA_VERSION == 2
 
 
 def test_round_trip_keeps_values_and_types(tmp_path):
@@ -56,7 +56,7 @@ def test_round_trip_keeps_values_and_types(tmp_path):
     assert df["name"].tolist() == ["alexnet", "resnet18"]
     assert df["batch_size"].tolist() == [8, 16]
     assert df["speedup"].tolist() == [1.25, 1 / 3]  # exact: floats written with repr
-    assert df["schema_version"].tolist() == [1, 1]  # filled in by the writer
+    assert df["schema_version"].tolist() == [2, 2]  # filled in by the writer
     assert str(df["batch_size"].dtype) == "Int64"
     assert df["speedup"].dtype == np.float64
 
@@ -82,7 +82,7 @@ def test_header_written_into_existing_empty_file(tmp_path):
 def test_missing_keys_are_empty_cells(tmp_path):
     path = tmp_path / "run.csv"
     results.append_rows(path, [dict(dev="cpu", name="m", backend="b", status="fail_to_run")])
-    assert path.read_text().splitlines()[1] == "cpu,m,,,,,b,,,,,fail_to_run,1" + "," * (len(results.CSV_COLUMNS) - 13)
+    assert path.read_text().splitlines()[1] == "cpu,m,,,,,b,,,,,fail_to_run,2" + "," * (len(results.CSV_COLUMNS) - 13)
     row = results.read_rows(path).iloc[0]
     assert math.isnan(row["speedup"]) and pd.isna(row["batch_size"]) and pd.isna(row["baseline"])
 
@@ -142,7 +142,7 @@ def test_missing_required_column_rejected(tmp_path):
 
 def test_reader_accepts_file_without_newer_optional_column(tmp_path, monkeypatch):
     path = tmp_path / "run.csv"
-    results.append_rows(path, [_row()])  # a v1 file
+    results.append_rows(path, [_row()])  # a file of today's schema
     newer = results.COLUMNS + [results.Column("peak_mem_mb", "float64", required=False)]
     monkeypatch.setattr(results, "COLUMNS", newer)
     monkeypatch.setattr(results, "CSV_COLUMNS", [c.name for c in newer])
@@ -218,9 +218,9 @@ def test_samples_round_trip(tmp_path):
     got = results.read_samples(path)
     assert got[0] == {
         "name": "alexnet", "backend": "torchxla_trivial", "role": "baseline",
-        "first_call_s": 1.5, "samples_s": [0.01, 0.02], "schema_version": 1,
+        "first_call_s": 1.5, "samples_s": [0.01, 0.02], "schema_version": 2,
     }
-    assert got[1] == {**second, "schema_version": 1}
+    assert got[1] == {**second, "schema_version": 2}
     assert len(path.read_text().splitlines()) == 2
 
 
@@ -230,7 +230,7 @@ def test_samples_numpy_and_nonfinite_become_plain_json(tmp_path):
     results.append_samples(path, [record])
     json.loads(path.read_text())  # strict JSON: no NaN token
     assert results.read_samples(path)[0] == {
-        "name": "m", "samples_s": [0.5, None], "first_call_s": 2.0, "n": 3, "schema_version": 1,
+        "name": "m", "samples_s": [0.5, None], "first_call_s": 2.0, "n": 3, "schema_version": 2,
     }
 
 
@@ -270,3 +270,88 @@ def test_row_reading_rules():
     assert not results.passed({"status": "timeout", "speedup": 1.2})
     df = pd.DataFrame([_row(speedup=1.0), _row(speedup=2.0), _row(backend="other")])
     assert results.latest(df)["speedup"].tolist() == [2.0, 1.25]
+
+
+# --------------------------------------------------------------------------
+# Experiment keys
+
+
+def test_experiment_key_normalises_every_kind_of_row():
+    as_written = dict(_row(), suite="builtin", mode="training", dtype="bf16", dynamic="static")
+    key = results.experiment_key(as_written)
+    assert key == results.ExperimentKey("builtin", "alexnet", "torchxla_trivial", "xla", "cpu", 8,
+                                        "training", "bf16", "static")
+    text_cells = {k: str(v) for k, v in as_written.items()}  # merge reads cells as text
+    assert results.experiment_key(text_cells) == key
+    assert results.experiment_key({**text_cells, "batch_size": "8.0"}) == key
+    missing = results.experiment_key({**as_written, "mode": "", "suite": np.nan, "batch_size": pd.NA})
+    assert (missing.mode, missing.suite, missing.batch_size) == (None, None, None)
+    assert key.settings == ("builtin", "xla", "cpu", 8, "training", "bf16", "static")
+
+
+def test_experiment_key_of_version_1_rows_and_records():
+    v1_row = dict(_row(), schema_version=1)
+    key = results.experiment_key(v1_row)
+    assert (key.dtype, key.dynamic, key.mode, key.suite) == ("fp32", "static", None, None)
+    v1_record = {"name": "alexnet", "backend": "b", "role": "backend", "samples_s": [], "schema_version": 1}
+    assert results.experiment_key(v1_record) == results.ExperimentKey(None, "alexnet", "b", *[None] * 6)
+    assert results.experiment_key(v1_record) == key._replace(backend="b").pair_only()
+
+
+def test_latest_keeps_one_row_per_experiment():
+    df = pd.DataFrame([
+        dict(_row(speedup=1.0), mode="inference"),
+        dict(_row(speedup=2.0), mode="training"),
+        dict(_row(speedup=3.0), mode="inference"),  # a re-run of the first
+        dict(_row(speedup=4.0, batch_size=16), mode="inference"),
+    ])
+    assert results.latest(df)["speedup"].tolist() == [2.0, 3.0, 4.0]
+
+
+def _key(name="m", backend="b", **settings):
+    fields = dict(suite="builtin", baseline="xla", dev="cpu", batch_size=1, mode="inference",
+                  dtype="fp32", dynamic="static")
+    fields.update(settings)
+    return results.ExperimentKey(fields["suite"], name, backend, fields["baseline"], fields["dev"],
+                                 fields["batch_size"], fields["mode"], fields["dtype"], fields["dynamic"])
+
+
+def test_pair_experiments():
+    same = _key("a")
+    infer, train = _key("b", mode="inference"), _key("b", mode="training")
+    bs1, bs2, bs4 = (_key("c", batch_size=n) for n in (1, 2, 4))
+    gone, new = _key("d"), _key("e")
+    pairs = results.pair_experiments([same, infer, bs1, bs2, gone], [same, train, bs2, bs4, new])
+    assert pairs == [(same, same), (infer, train), (bs1, bs4), (bs2, bs2), (gone, None), (None, new)]
+
+
+def test_pair_experiments_with_none_values_sorts():
+    v1 = results.ExperimentKey(None, "m", "b", "xla", "cpu", 1, None, "fp32", "static")
+    assert results.pair_experiments([v1], [_key("m")]) == [(v1, _key("m"))]
+
+
+# --------------------------------------------------------------------------
+# Graph breaks and the files beside a CSV
+
+
+def test_graph_breaks_round_trip(tmp_path):
+    csv_path = tmp_path / "run.csv"
+    results.append_graph_breaks(csv_path, [])
+    assert results.graph_breaks_path(csv_path) == tmp_path / "run_graph_breaks.csv"
+    assert results.read_graph_breaks(csv_path).empty  # header only: a run without breaks
+    record = dict(name="m", backend="eager", mode="inference", dtype="fp32", dynamic="static",
+                  reason="Failed to trace builtin operator: print, with a comma",
+                  user_frame="model.py:12 in forward: print(x)")
+    results.append_graph_breaks(csv_path, [record])
+    assert results.read_graph_breaks(csv_path).to_dict("records") == [record]
+    with pytest.raises(ValueError, match="bogus"):
+        results.append_graph_breaks(csv_path, [dict(record, bogus=1)])
+
+
+def test_read_graph_breaks_without_a_file(tmp_path):
+    assert list(results.read_graph_breaks(tmp_path / "old.csv").columns) == results.GRAPH_BREAK_COLUMNS
+
+
+def test_files_beside_a_csv():
+    assert [p.name for p in results.files_beside("out/run.csv")] == [
+        "run.csv", "run.jsonl", "run.md", "run.png", "run_graph_breaks.csv"]

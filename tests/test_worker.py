@@ -46,10 +46,10 @@ def test_accuracy_in_training_compares_first_steps(config):
 def test_a_backend_that_cannot_be_built_gets_its_row(config, monkeypatch):
     real = placement.backend_runner
 
-    def broken(module, backend, training=False):
+    def broken(module, backend, *args, **kwargs):
         if backend == "aot_eager":
             raise RuntimeError("cannot place\nthis module")
-        return real(module, backend, training)
+        return real(module, backend, *args, **kwargs)
 
     monkeypatch.setattr(placement, "backend_runner", broken)
     rows = {r["backend"]: r for r in worker.run_model(
