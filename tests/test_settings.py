@@ -128,3 +128,17 @@ def test_missing_file_and_pickling(tmp_path):
     with pytest.raises(ConfigError, match="can't read it") as error:
         load_settings(tmp_path / "nope.yaml")
     assert str(pickle.loads(pickle.dumps(error.value))) == str(error.value)
+
+
+def test_lists_tells_listed_models_from_defaulted_ones(tmp_path):
+    settings = load_settings(write(tmp_path, OVERRIDES))
+    assert settings.lists("big") and settings.lists("plain")  # an empty entry is listed
+    assert not settings.lists("not_listed")
+
+
+def test_real_file_holds_torchbench_sizes_of_the_new_models():
+    settings = load_settings()
+    assert settings.for_model("dlrm").batch_size("accelerator") == 2048
+    assert settings.for_model("hf_Bert").batch_size("accelerator", training=True) == 4
+    assert settings.for_model("speech_transformer").batch_size("cpu") == 1
+    assert settings.for_model("hf_Whisper").skip_reason(training=True)

@@ -6,13 +6,14 @@ F.scaled_dot_product_attention) so that it traces cleanly under torch._dynamo an
 torch_xla. Offers ``BERTLM`` (the model) and ``bert_model(name)`` (its registry entry).
 """
 import math
+from dataclasses import replace
 from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from benchmarks.suite import ModelSpec, TensorSpec
+from benchmarks.models.spec import ModelSpec, TensorSpec
 
 SEGMENTS = 3  # segment labels: 0 = padding, 1 = first sentence, 2 = second sentence
 
@@ -118,12 +119,17 @@ class BERTLM(nn.Module):
 
 def bert_model(name: str, vocab_size: int = 20000, seq_len: int = 128, **config) -> ModelSpec:
     """A BERTLM entry; ``config`` passes the other BERTLM arguments (hidden, n_layers, ...)."""
-    return ModelSpec(
-        name=name,
-        family="bert",
-        build=partial(BERTLM, vocab_size=vocab_size, seq_len=seq_len, **config),
-        inputs=(
-            TensorSpec((seq_len,), torch.int64, low=0, high=vocab_size),  # token ids
-            TensorSpec((seq_len,), torch.int64, low=0, high=SEGMENTS),  # segment labels
-        ),
-    )
+
+    def spec(vocab: int, length: int, **arguments) -> ModelSpec:
+        return ModelSpec(
+            name=name,
+            family="bert",
+            build=partial(BERTLM, vocab_size=vocab, seq_len=length, **arguments),
+            inputs=(
+                TensorSpec((length,), torch.int64, low=0, high=vocab),  # token ids
+                TensorSpec((length,), torch.int64, low=0, high=SEGMENTS),  # segment labels
+            ),
+        )
+
+    return replace(spec(vocab_size, seq_len, **config),
+                   tiny=spec(100, 16, hidden=32, n_layers=1, heads=2))

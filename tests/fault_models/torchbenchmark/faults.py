@@ -1,8 +1,8 @@
 """The shared tiny model and the faults the model packages inject.
 
-A module, not a package, so ``suite.list_models("torchbench")`` does not take
-it for a model. ``make_model(name, ...)`` returns a TorchBench-style ``Model``
-class around ``TinyMLP``; the fault hooks run at load (``on_load``) or inside
+A module, not a package, so ``_list_model_paths()`` does not take it for a
+model. ``make_model(name, ...)`` returns a TorchBench-style ``Model`` class
+(a ``BenchmarkModel``) around ``TinyMLP``; the fault hooks run at load (``on_load``) or inside
 ``forward`` (``on_forward``), never at import, so listing models is safe.
 
 With ``FAULT_MODELS_PID_LOG`` set, every load appends ``"<name> <pid>"`` to
@@ -15,6 +15,8 @@ import time
 
 import torch
 from torch import nn
+
+from torchbenchmark.util.model import BenchmarkModel
 
 IN_FEATURES = 8
 FLOOD_BYTES = 20 * 1024 * 1024
@@ -35,14 +37,17 @@ class TinyMLP(nn.Module):
 
 
 def make_model(name, on_load=None, on_forward=None):
-    class Model:
-        """TorchBench's interface: Model(test, device, batch_size).get_module()."""
+    class Model(BenchmarkModel):
+        """TorchBench's interface: Model(test, device, batch_size, extra_args).get_module()."""
 
-        def __init__(self, test="eval", device="cpu", batch_size=None):
+        DEFAULT_TRAIN_BSIZE = DEFAULT_EVAL_BSIZE = 2
+
+        def __init__(self, test, device, batch_size=None, extra_args=[]):
             _log_pid(name)
             if on_load is not None:
                 on_load()
-            self.batch_size = batch_size or 2
+            super().__init__(test=test, device=device, batch_size=batch_size,
+                             extra_args=extra_args)
             self.model = TinyMLP(on_forward).to(device)
             self.example_inputs = (torch.randn(self.batch_size, IN_FEATURES),)
 

@@ -3,6 +3,8 @@ them on the CPU, so trace-once must partition the graph around them."""
 import torch
 from torch import nn
 
+from torchbenchmark.util.model import BenchmarkModel
+
 IN_FEATURES = 8
 
 
@@ -20,9 +22,11 @@ class FallbackMLP(nn.Module):
         return out * 2, hist
 
 
-class Model:
-    def __init__(self, test="eval", device="cpu", batch_size=None):
-        self.batch_size = batch_size or 2
+class Model(BenchmarkModel):
+    DEFAULT_TRAIN_BSIZE = DEFAULT_EVAL_BSIZE = 2
+
+    def __init__(self, test, device, batch_size=None, extra_args=[]):
+        super().__init__(test=test, device=device, batch_size=batch_size, extra_args=extra_args)
         self.model = FallbackMLP().to(device)
         self.example_inputs = (torch.randn(self.batch_size, IN_FEATURES),)
 
