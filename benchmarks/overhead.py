@@ -88,7 +88,7 @@ def build(graph: str):
             from benchmarks import suite
 
             bench = suite.load("BERT_pytorch", batch_size=1)
-            return "BERT_pytorch, bs 1", bench.module.eval(), tuple(bench.example_inputs())
+            return "BERT_pytorch, bs 1", bench.module.eval(), bench.example_inputs().args
         except (ImportError, AttributeError, ValueError):
             layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256,
                                                batch_first=True)

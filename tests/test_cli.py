@@ -73,8 +73,10 @@ def test_backends_comma_separated_and_repeated():
 
 def test_only_filter_and_exclude():
     assert selected("--only", "resnet18") == ["resnet18"]
-    assert selected("-k", "resnet") == ["resnet18", "resnet50"]
-    assert selected("-k", "^resn", "-x", "50") == ["resnet18"]
+    assert selected("--only", "bert_PYTORCH") == ["BERT_pytorch"]  # as TorchBench matches names
+    assert selected("--suite", "seed", "-k", "resnet") == ["resnet18", "resnet50"]
+    assert selected("--suite", "seed", "-k", "^resn", "-x", "50") == ["resnet18"]
+    assert selected("-k", "^resnet") == ["resnet152", "resnet18", "resnet50"]  # builtin: all models
     assert selected("-k", "vgg", "--filter", "alex") == ["alexnet", "vgg16"]  # any -k matches
 
 
