@@ -5,10 +5,14 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 # The main job: the seed's experiment on the ten seed models.
-BENCH_ARGS ?= --performance --use-xla-baseline --randomize-input \
+BENCH_ARGS ?= --suite seed --performance --use-xla-baseline --randomize-input \
 	--backend=torchxla_trivial,torchxla_trace_once --overwrite
+# The same experiment on every built-in model (46; about an hour on 2 cores).
+BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-input \
+	--backend=torchxla_trivial,torchxla_trace_once --overwrite \
+	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install bench test test-all bench-overhead nightly clean
+.PHONY: install bench bench-all test test-all bench-overhead nightly clean
 
 install: $(STAMP)
 
@@ -21,6 +25,9 @@ $(STAMP): setup.cfg pyproject.toml
 
 bench: install
 	$(PY) runner.py $(BENCH_ARGS)
+
+bench-all: install
+	$(PY) runner.py $(BENCH_ALL_ARGS)
 
 bench-overhead: install
 	$(PY) -m benchmarks.overhead
