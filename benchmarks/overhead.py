@@ -158,7 +158,7 @@ class Subject:
         self.graph_inputs = len([a for a in args if isinstance(a, torch.Tensor)])
         # The raw limit: the executable by hash, on the inputs our replay feeds it.
         self.raw_inputs = list(replay.graph_inputs(args))
-        self.raw_hash = replay.plan.graph_hash
+        self.raw_hash = replay.executable.graph_hash
         # dynamo alone: a backend whose compiled graph returns ready outputs.
         ready = runner(*args)
 

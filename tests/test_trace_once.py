@@ -43,17 +43,12 @@ def mlp_inputs(batch=2):
 
 
 @pytest.fixture
-def traces(monkeypatch):
-    """How many times a graph was traced (each trace is one XLA compile)."""
-    count = []
-    run = trace_once._Trace.run.__func__
+def bridge():
+    """The bridge's own counters (traces, replays, retraces, ...), from zero."""
+    from torch._dynamo.utils import counters
 
-    def counting(cls, gm, args):
-        count.append(gm)
-        return run(cls, gm, args)
-
-    monkeypatch.setattr(trace_once._Trace, "run", classmethod(counting))
-    return count
+    counters["trace_once"].clear()
+    return counters["trace_once"]
 
 
 # --- inputs and parameters -------------------------------------------------
@@ -337,7 +332,7 @@ def test_random_numbers_follow_the_device_seed(xla):
 # --- graphs, lazy state, devices -------------------------------------------------
 
 
-def test_graph_breaks_trace_each_graph_once(xla, traces, metrics):
+def test_graph_breaks_trace_each_graph_once(xla, metrics, bridge):
     def f(x):
         y = torch.sin(x) + 1
         torch._dynamo.graph_break()
@@ -357,7 +352,8 @@ def test_graph_breaks_trace_each_graph_once(xla, traces, metrics):
         x = _randn(5, seed=call)
         torch.testing.assert_close(compiled(x.to(xla)).cpu(), f(x))
     assert len(graphs) == 2
-    assert len(traces) == 2, f"{len(traces)} traces for 2 graphs"
+    assert bridge["traces"] == 2, f"{bridge} for 2 graphs"
+    assert bridge["replays"] == 8
     assert metrics.compiles() == compiles
 
 
@@ -435,7 +431,7 @@ def test_output_moved_off_the_device_is_recomputed(against_eager, xla):
     against_eager(BACKEND, f, lambda call: (_randn(3, seed=call),), reference_device=xla)
 
 
-def test_executable_dropped_from_the_cache_is_recompiled(xla):
+def test_executable_dropped_from_the_cache_is_recompiled(xla, bridge):
     runners = []
 
     def backend(gm, example_inputs):
@@ -449,6 +445,7 @@ def test_executable_dropped_from_the_cache_is_recompiled(xla):
     replay._hash = bytes(len(replay._hash))  # what an evicted hash looks like to XLA
     torch.testing.assert_close(compiled(x.to(xla)).cpu(), x.sin() * 3)
     torch.testing.assert_close(compiled(x.to(xla)).cpu(), x.sin() * 3)
+    assert bridge["retraces"] == 1
 
 
 def test_executable_evicted_from_a_small_cache_is_recompiled():

@@ -1,8 +1,9 @@
 """Moving a call's arguments to the XLA device and its results back.
 
-Both backends accept host (CPU) tensors: they run on the XLA device and return
-results on the caller's device, copying in-place updates back into the
-caller's host tensors.
+Both backends accept a call with host (CPU) tensors only: they run it on the
+XLA device and return results on the caller's device, copying in-place
+updates back into the caller's host tensors. A call with tensors on both
+devices runs as eager code would: that is the graph's own business.
 """
 import torch
 from torch.utils import _pytree as pytree
@@ -24,6 +25,12 @@ def host_positions(args) -> tuple:
     return tuple(
         i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type != "xla"
     )
+
+
+def all_on_host(args) -> bool:
+    """Are there tensor arguments, and are they all off the XLA device?"""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    return bool(tensors) and all(t.device.type != "xla" for t in tensors)
 
 
 def to_xla(args, positions, device) -> tuple:
@@ -88,11 +95,3 @@ def run_on_xla(fn, args, positions):
         return t.to(host) if is_xla(t) else t
 
     return pytree.tree_map_only(torch.Tensor, back, out)
-
-
-def fallback_counts() -> dict[str, int]:
-    """How often each op has fallen back to the CPU so far (torch_xla's
-    ``aten::*`` counters)."""
-    import torch_xla.debug.metrics as met
-
-    return {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")}

@@ -9,12 +9,12 @@ take the same path.
 from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 
-from .trace_once import torchxla_trace_once
+from .trace_once import TraceOnce
 
 
 def _boxed_trace_once(gm, example_inputs):
     # AOT autograd calls compiled graphs with one list argument ("boxed").
-    return make_boxed_func(torchxla_trace_once(gm, example_inputs))
+    return make_boxed_func(TraceOnce(gm))
 
 
 aot_torchxla_trace_once = aot_autograd(fw_compiler=_boxed_trace_once)

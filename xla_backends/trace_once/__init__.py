@@ -1,0 +1,188 @@
+"""``torchxla_trace_once``: trace an FX graph into XLA once, then replay it.
+
+dynamo's guards already decide when a graph must be captured again, so the
+XLA side need not re-trace it on every call. On the first call with real
+tensors the bridge goes through one file per step:
+
+1. ``trace``: run the graph lazily, once, on shadows of the arguments (the
+   caller's tensors are never touched), noting nodes that touch host tensors
+   and ops that fell back to the CPU;
+2. ``plan``: where each output and each in-place update of an argument comes
+   from on a call (a typed ``Source``);
+3. ``compile``: where each HLO parameter comes from, the graph's hash, and an
+   XLA compile that does not run it;
+4. ``replay``: on every call (the first included), the arguments straight to
+   the cached executable by hash, then outputs rebuilt and updates copied back;
+5. ``partition``: a graph with nodes that cannot be replayed (CPU fallbacks,
+   host transfers) is cut in program order; the replayable runs are traced
+   once each, the others run eagerly in between.
+
+What happened is counted in ``torch._dynamo.utils.counters["trace_once"]``:
+``traces``, ``replays``, ``retraces`` (after an eviction),
+``pending_input_retries``, ``partitioned_graphs``, ``lazy_calls``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import torch
+from torch._dynamo.utils import counters
+
+from .._device import all_on_host, host_positions, run_on_xla
+from .compile import compile_results
+from .partition import fallback_nodes, split
+from .plan import make_plan
+from .replay import Lazy, Replay
+from .trace import run, shadows_of, tracing
+
+__all__ = ["Lazy", "OnHost", "Partitioned", "Replay", "TraceOnce", "torchxla_trace_once"]
+
+TRAINING_BACKEND = "aot_torchxla_trace_once"
+
+
+def torchxla_trace_once(gm: torch.fx.GraphModule, example_inputs):
+    _warn_if_gradients_are_wanted(example_inputs)
+    return TraceOnce(gm)
+
+
+class TraceOnce:
+    """What dynamo calls in place of one FX graph.
+
+    One runner (``Replay``, ``Partitioned``, ``Lazy`` or ``OnHost``) is kept
+    per value of the non-tensor arguments (symbolic sizes specialise the XLA
+    graph); a graph without such arguments has exactly one, called without
+    building a key.
+    """
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        self.gm = gm
+        self._scalars: tuple | None = None  # positions of non-tensor arguments
+        self._graphs: dict = {}
+        self._only = None
+
+    def __call__(self, *args):
+        only = self._only
+        if only is not None:
+            return only(args)
+        return self._dispatch(args)
+
+    def _dispatch(self, args):
+        if self._scalars is None:
+            self._scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, torch.Tensor))
+        key = tuple(args[i] for i in self._scalars)
+        runner = self._graphs.get(key)
+        if runner is None:
+            runner = self._graphs[key] = _runner(self.gm, args)
+            if not self._scalars:
+                self._only = runner
+        return runner(args)
+
+    @property
+    def runners(self) -> list:
+        """The runners built so far."""
+        return list(self._graphs.values())
+
+
+def _runner(gm, args):
+    if all_on_host(args):
+        return OnHost(gm)
+    return build(gm, args)
+
+
+class OnHost:
+    """A graph called with host tensors only: runs on the XLA device on
+    copies of them, copies their in-place updates back, returns host results."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        self.runner = None  # built on the first call's XLA copies
+
+    def __call__(self, args):
+        return run_on_xla(self._run, args, host_positions(args))
+
+    def _run(self, xla_args):
+        if self.runner is None:
+            self.runner = build(self.gm, xla_args)
+        return self.runner(xla_args)
+
+
+class Partitioned:
+    """A graph cut around nodes that cannot be replayed (``partition.split``)."""
+
+    def __init__(self, fused, fallback_ops, n_graphs):
+        self.fused = fused
+        self.fallback_ops = fallback_ops
+        self.n_graphs = n_graphs
+
+    def __call__(self, args):
+        return self.fused(*args)
+
+
+def build(gm, args):
+    """Trace ``gm`` on ``args`` and return the runner for later calls."""
+    device = next((str(a.device) for a in args if _on_xla(a)), None) or str(_xla_device())
+    with tracing(device, args):
+        trace = run(gm, args)
+        eager = set(trace.host_nodes)
+        fallbacks: dict = {}
+        if trace.fell_back:
+            # A second pass, node by node, on fresh shadows finds where.
+            fallbacks = fallback_nodes(gm, shadows_of(args)[0])
+            if not fallbacks:
+                _warn(f"torchxla_trace_once: graph runs ops with no XLA lowering "
+                      f"({', '.join(trace.fell_back)}); it is re-traced on every call")
+                return Lazy(gm, trace.fell_back)
+            eager |= set(fallbacks)
+        if eager:
+            return _split(gm, eager, fallbacks)
+        plan = make_plan(trace)
+        return Replay(gm, plan, compile_results(plan.results, trace.arg_handles, len(args)))
+
+
+def _split(gm, eager: set, fallbacks: dict) -> Partitioned:
+    counters["trace_once"]["partitioned_graphs"] += 1
+    fused, n_graphs = split(gm, eager, TraceOnce)
+    ops = sorted({op for found in fallbacks.values() for op in found})
+    reasons = []
+    if ops:
+        reasons.append(f"ops with no XLA lowering ({', '.join(ops)})")
+    transfers = len(eager) - len(fallbacks)
+    if transfers:
+        reasons.append(f"{transfers} node(s) reading or making tensors off the XLA device")
+    _warn(f"torchxla_trace_once: graph has {' and '.join(reasons)}; they run eagerly "
+          f"between {n_graphs} traced-once graph(s)")
+    return Partitioned(fused, ops, n_graphs)
+
+
+def _on_xla(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "xla"
+
+
+def _xla_device():
+    import torch_xla
+
+    return torch_xla.device()
+
+
+def _warn_if_gradients_are_wanted(example_inputs) -> None:
+    if not torch.is_grad_enabled():
+        return
+    if any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
+        _warn("torchxla_trace_once is an inference backend: its outputs carry no autograd "
+              f"graph, so backward() will not reach the inputs; use backend='{TRAINING_BACKEND}' "
+              "to train, or call under torch.no_grad()")
+
+
+# Frames of this package, of torch, and of FX's generated ``forward`` code.
+_OWN = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(torch.__file__), "<eval_with_key")
+
+
+def _warn(message: str) -> None:
+    """``warnings.warn`` attributed to the first frame outside this package
+    and torch: the user's code that called the compiled function."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_OWN):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, stacklevel=level)

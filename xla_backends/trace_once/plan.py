@@ -1,0 +1,204 @@
+"""Step 2: where each output and each in-place update comes from on a call.
+
+XLA returns only values it computed, once each: never an input unchanged,
+never the same value twice, never a view of an input. So each output leaf of
+the traced graph gets a ``Source``: computed by the executable, the caller's
+argument itself, a view of an argument or of an earlier output rebuilt on
+each call, an argument's value from before the call, a constant, or a
+repeat of an earlier leaf. Arguments the graph updated in place get one too,
+for the copy back into the caller's tensor.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import torch
+
+from . import _xlac
+from .trace import Trace
+
+
+class Source(enum.Enum):
+    RESULT = "result"  # payload: index into the executable's results
+    ARG = "arg"  # payload: arg index; the caller's argument itself
+    VIEW = "view"  # payload: View; an alias rebuilt from an argument or an earlier output
+    COPY = "copy"  # payload: arg index; the argument's value before the call
+    CONST = "const"  # payload: the value (a tensor is cloned on every call)
+    SAME = "same"  # payload: leaf index; the very object of an earlier output leaf
+    FRESH = "fresh"  # payload: leaf index; a new tensor holding an earlier leaf's value
+
+
+@dataclass(frozen=True)
+class Value:
+    source: Source
+    payload: object = None
+
+
+@dataclass(frozen=True)
+class View:
+    """``steps`` (view ops, in order) applied to argument ``base`` or, when
+    ``of_output``, to the earlier output leaf ``base``."""
+
+    base: int
+    steps: tuple
+    of_output: bool = False
+
+    def rebuild(self, args, leaves):
+        t = leaves[self.base] if self.of_output else args[self.base]
+        for step in self.steps:
+            t = step(t)
+        return t
+
+
+@dataclass
+class Plan:
+    results: list  # trace tensors the executable computes, deduplicated
+    outputs: list  # Value per output leaf
+    out_spec: object
+    copy_backs: list  # (arg index, Value) per argument updated in place
+    device: str
+    tensor_args: list  # positions of the tensor arguments
+
+    @property
+    def direct(self) -> bool:
+        """The outputs are exactly the results, in order, and nothing is copied back."""
+        return not self.copy_backs and self.outputs == [
+            Value(Source.RESULT, i) for i in range(len(self.results))]
+
+    def before_call(self) -> list[int]:
+        """Arguments whose value from before the call some output or copy-back needs."""
+        values = self.outputs + [v for _, v in self.copy_backs]
+        return sorted({v.payload for v in values if v.source is Source.COPY})
+
+
+def make_plan(trace: Trace) -> Plan:
+    shadows = trace.shadows
+    arg_of_shadow = {id(shadows[i]): i for i in trace.arg_handles}
+    arg_of_handle = {h: i for i, h in trace.arg_handles.items()}
+    results: list = []
+    result_of: dict[str, int] = {}
+
+    def value_source(t) -> Value:
+        """Where the value of trace tensor ``t`` comes from on each call."""
+        if _xlac.pending([t])[0]:
+            uid = _xlac.value_id(t)  # XLA returns identical outputs once: dedupe as it does
+            if uid not in result_of:
+                result_of[uid] = len(results)
+                results.append(t)
+            return Value(Source.RESULT, result_of[uid])
+        # Plain device data: never computed by XLA. An argument's value
+        # before the call, or a constant.
+        handle = _xlac.data_handles([t])[0]
+        if handle in arg_of_handle:
+            return Value(Source.COPY, arg_of_handle[handle])
+        return Value(Source.CONST, t)
+
+    leaves, spec = _leaves(trace.out)
+    nodes = trace.output_nodes()
+    node_of_leaf = {}
+    outputs: list[Value] = []
+    first_object: dict[int, int] = {}
+    first_source: dict[Value, int] = {}
+    for n, t in enumerate(leaves):
+        node = nodes[n] if len(nodes) == len(leaves) else None
+        if not isinstance(t, torch.Tensor):
+            outputs.append(Value(Source.CONST, t))
+            continue
+        if id(t) in first_object:  # ``return y, y``: one object twice
+            outputs.append(Value(Source.SAME, first_object[id(t)]))
+            continue
+        first_object[id(t)] = n
+        if isinstance(node, torch.fx.Node):
+            node_of_leaf.setdefault(node, n)
+        if id(t) in arg_of_shadow:
+            outputs.append(Value(Source.ARG, arg_of_shadow[id(t)]))
+            continue
+        view = _view_of(trace, node, node_of_leaf, n)
+        if view is not None:
+            outputs.append(Value(Source.VIEW, view))
+            continue
+        src = value_source(t)
+        if src.source in (Source.RESULT, Source.COPY):
+            if src in first_source:
+                # Distinct tensors with one value (``return x.clone(), x.clone()``,
+                # computed once by XLA): a caller's edit of one must not show
+                # in the other.
+                src = Value(Source.FRESH, first_source[src])
+            else:
+                first_source[src] = n
+        outputs.append(src)
+    copy_backs = [(i, value_source(shadows[i])) for i in trace.updated_in_place()]
+    return Plan(results, outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles))
+
+
+def _leaves(out):
+    from torch.utils import _pytree as pytree
+
+    return pytree.tree_flatten(out)
+
+
+def _view_of(trace: Trace, node, node_of_leaf: dict, leaf: int) -> View | None:
+    """The output at ``node`` as a chain of view ops over an argument or an
+    earlier output leaf, if it is one (eager returns such outputs as aliases:
+    a caller's edit of one shows in its base)."""
+    if not isinstance(node, torch.fx.Node):
+        return None
+    values = trace.values
+    placeholders = trace.placeholders()
+    steps, cur = [], node
+    while True:
+        if cur is not node and cur in node_of_leaf and node_of_leaf[cur] < leaf:
+            base, of_output = node_of_leaf[cur], True
+            break
+        if cur.op == "placeholder":
+            base, of_output = placeholders.index(cur), False
+            if base not in trace.arg_handles:
+                return None
+            break
+        if cur.op not in ("call_function", "call_method") or not cur.args:
+            return None
+        prev, rest = cur.args[0], (cur.args[1:], cur.kwargs)
+        if not isinstance(prev, torch.fx.Node) or _has_node(rest):
+            return None
+        value, prev_value = values.get(cur), values.get(prev)
+        if not isinstance(value, torch.Tensor) or not isinstance(prev_value, torch.Tensor):
+            return None
+        if value is not prev_value:  # an in-place op returns its input: nothing to redo
+            if not torch._C._is_alias_of(value, prev_value):
+                return None
+            steps.append(_step(cur))
+        cur = prev
+    if not steps:
+        return None
+    view = View(base, tuple(reversed(steps)), of_output)
+    rebuilt = view.rebuild(trace.shadows, _Lookup(trace, node_of_leaf))
+    out = values[node]
+    if rebuilt.shape != out.shape or rebuilt.dtype != out.dtype:
+        return None
+    return view
+
+
+class _Lookup:
+    """Output leaf index -> its trace value (for checking a rebuilt view)."""
+
+    def __init__(self, trace, node_of_leaf):
+        self.value_of = {i: trace.values[n] for n, i in node_of_leaf.items()}
+
+    def __getitem__(self, index):
+        return self.value_of[index]
+
+
+def _has_node(value) -> bool:
+    found = []
+    torch.fx.node.map_arg(value, found.append)
+    return bool(found)
+
+
+def _step(node):
+    rest, kwargs = node.args[1:], dict(node.kwargs)
+    if node.op == "call_method":
+        name = node.target
+        return lambda t: getattr(t, name)(*rest, **kwargs)
+    fn = node.target
+    return lambda t: fn(t, *rest, **kwargs)
