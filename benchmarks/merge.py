@@ -23,6 +23,8 @@ Rules:
   ``--overwrite``, and OUT can never be one of the inputs.
 * An input without its ``.jsonl`` is merged with a warning: its rows then
   have no raw samples, and ``compare`` falls back to their ``abs_latency``.
+* The graph-break CSVs beside the inputs (``IN_graph_breaks.csv``) are
+  joined into OUT's, in model order; inputs from before them have none.
 * A torn last line (a file cut short) is dropped with a warning, as
   ``benchmarks.results`` does when reading.
 * Bad input (a missing file, one that isn't a results CSV, a broken samples
@@ -84,6 +86,7 @@ class Shard:
     rows: list[dict[str, str]] = field(default_factory=list)
     samples: list[tuple[str, str]] = field(default_factory=list)
     has_samples: bool = True
+    graph_breaks: list[list[str]] | None = None  # its graph-break CSV's records, if it has one
 
 
 # --------------------------------------------------------------------------
@@ -137,7 +140,17 @@ def read_shard(path: Path) -> Shard:
         shard.samples = _read_samples(samples)
     else:
         shard.has_samples = False
+    breaks = results.graph_breaks_path(shard.path)
+    if breaks.exists():
+        shard.graph_breaks = _read_graph_breaks(breaks)
     return shard
+
+
+def _read_graph_breaks(path: Path) -> list[list[str]]:
+    records = list(csv.reader(io.StringIO(_read_text(path))))
+    if records and records[0] != results.GRAPH_BREAK_COLUMNS:
+        raise MergeError(f"{path}: not a graph-break CSV (columns {', '.join(records[0])})")
+    return [r for r in records[1:] if r]
 
 
 def _check_results_csv(path: Path) -> None:
@@ -214,16 +227,19 @@ def check_output(out: Path, inputs: Sequence[Path], overwrite: bool) -> None:
     resolved = out.resolve()
     if any(resolved == p.resolve() for p in inputs):
         raise MergeError(f"OUT {out} is also an input; merge into a new file")
-    existing = [p for p in (out, results.samples_path(out), results.markdown_path(out)) if p.exists()]
+    existing = [p for p in (out, results.samples_path(out), results.markdown_path(out),
+                            results.graph_breaks_path(out)) if p.exists()]
     if existing and not overwrite:
         raise MergeError(f"{existing[0]} exists; pass --overwrite to replace it")
     if out.parent.is_dir() and not os.access(out.parent, os.W_OK):
         raise MergeError(f"output folder {out.parent} is not writable")
 
 
-def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]) -> str:
-    """Write OUT.jsonl, then OUT.csv, each renamed into place, then the report
-    and plot as a run does; returns the console report."""
+def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str],
+          graph_breaks: Sequence[list[str]] | None = None) -> str:
+    """Write OUT.jsonl, the graph-break CSV (when an input had one), then
+    OUT.csv, each renamed into place, then the report and plot as a run
+    does; returns the console report."""
     # Imported only once the input is good: it loads torch and matplotlib.
     from benchmarks import orchestrate
 
@@ -235,6 +251,9 @@ def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]
     except OSError as err:
         raise MergeError(f"cannot create output folder {out.parent}: {err.strerror or err}") from None
     pending = [(results.samples_path(out), samples_text), (out, csv_text)]
+    if graph_breaks is not None:
+        breaks_text = "".join(results.csv_line(r) for r in [results.GRAPH_BREAK_COLUMNS, *graph_breaks])
+        pending.insert(1, (results.graph_breaks_path(out), breaks_text))
     temporary = [path.with_name(f".{path.name}.merge-tmp") for path, _ in pending]
     try:
         for tmp, (_, text) in zip(temporary, pending):
@@ -275,7 +294,10 @@ def run(out: Path, inputs: Sequence[Path], overwrite: bool = False) -> tuple[int
             _warn(f"{results.samples_path(shard.path)} not found; "
                   f"the rows of {shard.path} are merged without raw samples")
     rows, sample_lines = merge(shards)
-    console = write(out, rows, sample_lines)
+    with_breaks = [s for s in shards if s.graph_breaks is not None]
+    # Graph breaks in model order, as the rows (their first cell is the model).
+    breaks = sorted((r for s in with_breaks for r in s.graph_breaks), key=lambda r: r[0])
+    console = write(out, rows, sample_lines, breaks if with_breaks else None)
     return len(rows), len(sample_lines), console
 
 

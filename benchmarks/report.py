@@ -3,17 +3,23 @@
 Offers:
 
 * ``speedup_table(df) -> (headers, rows)`` -- the model x backend table of
-  speedups with bootstrap CIs, failure statuses and a geomean row.
+  speedups with bootstrap CIs, failure statuses and a geomean row (a row per
+  model and batch size).
 * ``failures(df) -> list[(name, backend, status)]``.
-* ``caption(df) -> str`` -- ``"Baseline: xla on cpu"``.
+* ``describe(df) -> str`` / ``caption(df) -> str`` -- what was measured:
+  mode, dtype, shapes, device and baseline.
+* ``groups(df)`` -- the rows split by experiment settings
+  (``results.SETTING_COLUMNS`` but the batch size): a file a training run
+  was resumed on holds an inference and a training group, each its own table.
+* ``graph_break_table(breaks)`` -- breaks per model, from the graph-break CSV.
 * ``render_markdown(df, title=...) -> str`` and ``render_console(df) -> str``.
 * ``write_markdown(csv_path, title=None) -> Path`` -- renders the stored CSV
-  into the ``.md`` beside it.
+  into the ``.md`` beside it, linking the graph-break CSV.
 
 Everything is computed from the data first and only then formatted; the
 renderers return strings and never print, so they are testable against golden
-files.  If a (model, backend) pair appears more than once (a re-run appended
-to the same CSV), the last row wins.
+files.  If an experiment (``results.experiment_key``) appears more than once
+(a re-run appended to the same CSV), the last row wins.
 """
 from __future__ import annotations
 
@@ -75,21 +81,31 @@ def _geomean_cell(rows: pd.DataFrame) -> str:
     return f"{stats.geomean(passed):.2f}x (n={len(passed)})"
 
 
+def _model_rows(latest: pd.DataFrame, name: str) -> list[pd.DataFrame]:
+    """``name``'s rows, split by batch size when it ran at several (a cycle)."""
+    rows = latest[latest["name"] == name]
+    sizes = _unique(rows["batch_size"])
+    if len(sizes) < 2 or rows.groupby("backend")["batch_size"].nunique().max() < 2:
+        return [rows]  # one batch size, or one per backend: one line
+    return [rows[rows["batch_size"] == size] for size in sizes]
+
+
 def speedup_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the speedup table.
 
-    One row per model in order of first appearance (the harness runs models
-    sorted by name), one column per backend in order of first appearance,
-    and a final ``geomean`` row over each backend's passing models.
+    One row per model (per model and batch size, for a cycle of batch
+    sizes) in order of first appearance (the harness runs models sorted by
+    name), one column per backend in order of first appearance, and a final
+    ``geomean`` row over each backend's passing rows.
     """
     latest = results.latest(df)
     backends = _unique(df["backend"])
     headers = ["name", "batch_size", *backends]
     body = []
     for name in _unique(df["name"]):
-        model_rows = latest[latest["name"] == name]
-        by_backend = {row["backend"]: row for _, row in model_rows.iterrows()}
-        body.append([name, _batch_size(model_rows), *(_cell(by_backend.get(b)) for b in backends)])
+        for model_rows in _model_rows(latest, name):
+            by_backend = {row["backend"]: row for _, row in model_rows.iterrows()}
+            body.append([name, _batch_size(model_rows), *(_cell(by_backend.get(b)) for b in backends)])
     if body:
         body.append(["geomean", "", *(_geomean_cell(latest[latest["backend"] == b]) for b in backends)])
     return headers, body
@@ -105,11 +121,69 @@ def failures(df: pd.DataFrame) -> list[tuple[str, str, str]]:
     ]
 
 
+# The settings a table is drawn for: the experiment's key less the model,
+# the backend and the batch size (a cycle of batch sizes is one table).
+GROUP_COLUMNS = tuple(c for c in results.SETTING_COLUMNS if c != "batch_size")
+
+
+def _values(df: pd.DataFrame, column: str, unknown: str) -> str:
+    """The distinct values of ``column``, /-joined; ``unknown`` if none."""
+    if column not in df:
+        return unknown
+    return "/".join(map(str, _unique(df[column]))) or unknown
+
+
+def describe(df: pd.DataFrame) -> str:
+    """What the rows measured, e.g. ``"inference, bf16, static shapes, on cpu,
+    xla baseline"``; several values are /-joined, unrecorded ones (files of
+    schema version 1) say so."""
+    shapes = _values(df, "dynamic", "static")
+    return (f"{_values(df, 'mode', 'mode not recorded')}, {_values(df, 'dtype', 'fp32')}, "
+            f"{shapes} shapes, on {_values(df, 'dev', 'unknown device')}, "
+            f"{_values(df, 'baseline', 'unknown')} baseline")
+
+
 def caption(df: pd.DataFrame) -> str:
-    """``"Baseline: <baseline> on <dev>"``; several values are comma-joined."""
-    baselines = ", ".join(map(str, _unique(df["baseline"]))) or "unknown"
-    devices = ", ".join(map(str, _unique(df["dev"]))) or "unknown device"
-    return f"Baseline: {baselines} on {devices}"
+    """``"Inference, bf16, static shapes, on cpu, xla baseline"``, with what a
+    cycle of batch sizes means when there is one."""
+    text = describe(df)
+    text = text[:1].upper() + text[1:]
+    if any(len(rows) > 1 for name in _unique(df["name"])
+           for rows in [_model_rows(results.latest(df), name)]):
+        text += ("; the batch sizes were cycled across repeats and each is a row of its own: "
+                 "speedups and first-call compiles are per batch size")
+    return text
+
+
+def groups(df: pd.DataFrame) -> list[pd.DataFrame]:
+    """The rows split by ``GROUP_COLUMNS``, in order of first appearance."""
+    columns = [c for c in GROUP_COLUMNS if c in df]
+    if not columns or df.empty:
+        return [df]
+    labels = df[columns].astype("object").where(df[columns].notna(), None).apply(tuple, axis=1)
+    return [df[labels == label] for label in pd.unique(labels)]
+
+
+def title_suffix(df: pd.DataFrame) -> str:
+    """``"(inference, bf16, cpu, xla baseline)"``: the title's account of the run."""
+    if df.empty:
+        return ""
+    return (f" ({_values(df, 'mode', 'mode not recorded')}, {_values(df, 'dtype', 'fp32')}, "
+            f"{_values(df, 'dev', 'unknown device')}, {_values(df, 'baseline', 'unknown')} baseline)")
+
+
+def graph_break_table(breaks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Per model: how many distinct graph breaks (reason and user frame), in
+    which backends, and the first reason."""
+    if breaks.empty:
+        return [], []
+    rows = []
+    for name in _unique(breaks["name"]):
+        own = breaks[breaks["name"] == name]
+        distinct = own.drop_duplicates(subset=["reason", "user_frame"])
+        rows.append([name, str(len(distinct)), ", ".join(map(str, _unique(own["backend"]))),
+                     str(distinct.iloc[0]["reason"])])
+    return ["name", "graph breaks", "backends", "first reason"], rows
 
 
 # What the compiler-metrics table shows: header -> CSV column.
@@ -124,21 +198,40 @@ METRICS = {
     "dynamo graphs": "dynamo_graphs",
     "graph breaks": "graph_breaks",
     "recompiles": "recompiles",
+    "first-call compiles": "first_call_compiles",
+    "baseline first-call compiles": "baseline_first_call_compiles",
     "fallback ops": "fallback_ops",
 }
+# The memory table: header -> CSV column.
+MEMORY = {
+    "peak host MB": "peak_host_mb",
+    "baseline peak host MB": "baseline_peak_host_mb",
+    "host ratio": "host_compression_ratio",
+    "peak device MB": "peak_device_mb",
+    "baseline peak device MB": "baseline_peak_device_mb",
+    "device ratio": "device_compression_ratio",
+}
+MEMORY_NOTE = ("Peak host memory: the worker's RSS high-water mark during the runner's steps "
+               "(everything the process holds included); ratio = baseline peak / backend peak, "
+               "as PyTorch's compression_ratio (above 1: less memory than the baseline). "
+               "Device columns stay empty where the XLA device does not report memory.")
 UNSTABLE_REMEDY = "rerun with a larger --repeat, on a quieter machine"
 
 
-def metrics_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Compiler metrics of the rows that passed; empty when none were recorded."""
-    present = {h: c for h, c in METRICS.items() if c in df.columns}
+def metrics_table(df: pd.DataFrame, columns: dict[str, str] | None = None
+                  ) -> tuple[list[str], list[list[str]]]:
+    """``columns`` (header -> CSV column; default ``METRICS``) of the rows that
+    passed; empty when none were recorded. Columns no row recorded are left out."""
+    columns = METRICS if columns is None else columns
+    present = {h: c for h, c in columns.items() if c in df.columns and df[c].notna().any()}
     recorded = [c for c in present.values() if c != "compilation_latency"]
-    if not recorded or not df[recorded].notna().any().any():
+    if not recorded:
         return [], []
     latest = results.latest(df)
-    rows = [[row["name"], row["backend"], *(_metric(row[c]) for c in present.values())]
+    rows = [[row["name"], _metric(row.get("batch_size")), row["backend"],
+             *(_metric(row[c]) for c in present.values())]
             for _, row in latest.iterrows() if results.passed(row)]
-    return ["name", "backend", *present], rows
+    return ["name", "batch_size", "backend", *present], rows
 
 
 def _metric(value: Any) -> str:
@@ -172,13 +265,21 @@ def _table(df: pd.DataFrame, tablefmt: str) -> str:
     return tabulate(rows, headers=headers, tablefmt=tablefmt, colalign=align, disable_numparse=True)
 
 
-def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | None = None) -> str:
-    """Markdown report: title, caption, table, then the sections that apply:
-    the plot, failures, unstable measurements, compiler metrics."""
+def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | None = None,
+                    graph_breaks: pd.DataFrame | None = None, graph_breaks_link: str | None = None) -> str:
+    """Markdown report: title, caption, table (a caption and table per group
+    of settings), then the sections that apply: the plot, failures, unstable
+    measurements, compiler metrics, memory, graph breaks (``graph_breaks``:
+    the rows of the graph-break CSV, linked as ``graph_breaks_link``)."""
     parts = [f"# {title}", ""]
     if df.empty:
         return "\n".join([*parts, "_No results._", ""])
-    parts += [f"{caption(df)}.", "", EXPLANATION, "", _table(df, "github"), ""]
+    parts += [EXPLANATION, ""]
+    sections = groups(df)
+    for group in sections:
+        if len(sections) > 1:
+            parts += [f"## {describe(group)}", ""]
+        parts += [f"{caption(group)}.", "", _table(group, "github"), ""]
     if plot:
         parts += [f"![speedups]({plot})", ""]
     failed = failures(df)
@@ -194,7 +295,24 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
     if rows:
         parts += ["## Compiler metrics", "",
                   tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    headers, rows = metrics_table(df, MEMORY)
+    if rows:
+        parts += ["## Memory", "", MEMORY_NOTE, "",
+                  tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    if graph_breaks is not None:
+        parts += _graph_break_section(graph_breaks, graph_breaks_link)
     return "\n".join(parts)
+
+
+def _graph_break_section(breaks: pd.DataFrame, link: str | None) -> list[str]:
+    where = f"[{link}]({link})" if link else "the graph-break CSV"
+    headers, rows = graph_break_table(breaks)
+    if not rows:
+        return ["## Graph breaks", "", f"Dynamo broke no graph ({where}).", ""]
+    # One line per table row: a reason may hold a pipe.
+    rows = [[cell.replace("|", "\\|") for cell in row] for row in rows]
+    return ["## Graph breaks", "", f"Every break with its reason and user frame: {where}.", "",
+            tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
 
 
 def render_console(df: pd.DataFrame) -> str:
@@ -202,7 +320,7 @@ def render_console(df: pd.DataFrame) -> str:
     per unstable measurement."""
     if df.empty:
         return "No results.\n"
-    text = f"{caption(df)}\n\n{_table(df, 'simple')}\n"
+    text = "\n".join(f"{caption(group)}\n\n{_table(group, 'simple')}\n" for group in groups(df))
     for name, backend, why in unstable(df):
         text += f"\nwarning: {name} / {backend} may be unstable ({why}); {UNSTABLE_REMEDY}."
     return text + ("\n" if unstable(df) else "")
@@ -216,7 +334,11 @@ def write_markdown(csv_path: str | os.PathLike, title: str | None = None,
     report.  The default title names the run (the CSV's stem).
     """
     df = results.read_rows(csv_path)
-    text = render_markdown(df, title=title or f"{DEFAULT_TITLE}: {Path(csv_path).stem}", plot=plot)
+    breaks_path = results.graph_breaks_path(csv_path)
+    breaks = results.read_graph_breaks(csv_path) if breaks_path.exists() else None
+    text = render_markdown(df, title=title or f"{DEFAULT_TITLE}: {Path(csv_path).stem}{title_suffix(df)}",
+                           plot=plot, graph_breaks=breaks,
+                           graph_breaks_link=breaks_path.name if breaks is not None else None)
     target = results.markdown_path(csv_path)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -181,7 +181,7 @@ def test_merge_in_process(two, tmp_path, capsys):
     assert list(zip(df["name"], df["backend"])) == [
         ("alpha", "eager"), ("beta", "eager"), ("beta", "other"), ("gamma", "eager")]
     assert len(results.read_samples(results.samples_path(out))) == 8
-    assert results.markdown_path(out).read_text().startswith("# Speedup over baseline: all\n")
+    assert results.markdown_path(out).read_text().startswith("# Speedup over baseline: all (")
 
 
 def test_duplicates_are_an_error_naming_them(two, tmp_path, capsys):

@@ -23,11 +23,13 @@ def _frame(rows):
     return df.astype({c.name: c.dtype for c in results.COLUMNS})
 
 
-def _row(name, backend, speedup, low, high, status="pass", batch_size=8):
-    return dict(
-        dev="cpu", name=name, batch_size=batch_size, backend=backend, baseline="xla",
-        speedup=speedup, speedup_ci_low=low, speedup_ci_high=high, status=status, schema_version=1,
-    )
+def _row(name, backend, speedup, low, high, status="pass", batch_size=8, **settings):
+    return {
+        **dict(dev="cpu", name=name, batch_size=batch_size, backend=backend, baseline="xla",
+               speedup=speedup, speedup_ci_low=low, speedup_ci_high=high, status=status,
+               schema_version=2, suite="builtin", mode="inference", dtype="fp32", dynamic="static"),
+        **settings,
+    }
 
 
 # Two models x two backends, one failure.  Hand-computed geomeans:
@@ -67,7 +69,8 @@ def test_write_markdown_renders_stored_csv(tmp_path):
 def test_write_markdown_default_title_names_the_run(tmp_path):
     csv_path = tmp_path / "nightly.csv"
     results.append_rows(csv_path, [SAMPLE_ROWS[0]])
-    assert report.write_markdown(csv_path).read_text().startswith("# Speedup over baseline: nightly\n")
+    text = report.write_markdown(csv_path).read_text()
+    assert text.startswith("# Speedup over baseline: nightly (inference, fp32, cpu, xla baseline)\n")
 
 
 def test_table_cells_and_geomean_exclude_failures():
@@ -102,7 +105,7 @@ def test_geomean_of_backend_with_only_failures_is_dash():
 def test_failures_and_caption():
     df = _frame(SAMPLE_ROWS)
     assert report.failures(df) == [("resnet18", "torchxla_trivial", "fail_to_run")]
-    assert report.caption(df) == "Baseline: xla on cpu"
+    assert report.caption(df) == "Inference, fp32, static shapes, on cpu, xla baseline"
 
 
 def test_markdown_without_failures_has_no_failures_section():
@@ -139,3 +142,74 @@ def test_accuracy_rows_show_their_verdict():
     row = dict(SAMPLE_ROWS[0], speedup=NAN, speedup_ci_low=NAN, speedup_ci_high=NAN, accuracy="pass")
     _, rows = report.speedup_table(pd.DataFrame([row]))
     assert rows[0][2] == "pass"
+
+
+def test_title_and_caption_say_what_was_measured(tmp_path):
+    rows = [_row("m", "a", 1.5, NAN, NAN, dtype="bf16", mode="training", dynamic="dynamic")]
+    csv_path = tmp_path / "run.csv"
+    results.append_rows(csv_path, rows)
+    text = report.write_markdown(csv_path).read_text()
+    assert text.startswith("# Speedup over baseline: run (training, bf16, cpu, xla baseline)\n")
+    assert "Training, bf16, dynamic shapes, on cpu, xla baseline." in text
+
+
+def test_version_1_rows_say_their_mode_was_not_recorded():
+    df = results.read_rows(Path(__file__).parent / "fixtures" / "v1" / "run.csv")
+    assert report.caption(df) == "Mode not recorded, fp32, static shapes, on cpu, xla baseline"
+
+
+def test_a_file_with_two_modes_gets_a_table_for_each():
+    rows = [_row("m", "a", 1.5, NAN, NAN), _row("m", "a", 3.0, NAN, NAN, mode="training")]
+    md = report.render_markdown(_frame(rows))
+    assert "## inference, fp32, static shapes, on cpu, xla baseline" in md
+    assert "## training, fp32, static shapes, on cpu, xla baseline" in md
+    inference, training = md.split("## training")
+    assert "1.50x" in inference and "3.00x" not in inference and "3.00x" in training
+    console = report.render_console(_frame(rows))
+    assert console.index("Inference,") < console.index("1.50x") < console.index("Training,") < console.index("3.00x")
+
+
+def test_a_cycle_of_batch_sizes_gets_a_row_per_batch_size():
+    rows = [_row("m", backend, speedup * size, NAN, NAN, batch_size=size, dynamic="dynamic")
+            for size in (1, 2, 4) for backend, speedup in (("a", 1.0), ("b", 0.5))]
+    df = _frame(rows)
+    _, body = report.speedup_table(df)
+    assert body[:3] == [["m", "1", "1.00x", "0.50x"], ["m", "2", "2.00x", "1.00x"],
+                        ["m", "4", "4.00x", "2.00x"]]
+    assert "speedups and first-call compiles are per batch size" in report.caption(df)
+
+
+def test_one_batch_size_per_backend_stays_one_line():
+    rows = [_row("m", "a", 1.0, NAN, NAN, batch_size=1), _row("m", "b", 2.0, NAN, NAN, batch_size=2)]
+    _, body = report.speedup_table(_frame(rows))
+    assert body[0] == ["m", "1/2", "1.00x", "2.00x"]
+
+
+def test_memory_table_and_per_shape_compiles():
+    row = dict(SAMPLE_ROWS[0], peak_host_mb=1100.0, baseline_peak_host_mb=1000.0,
+               host_compression_ratio=1000 / 1100, first_call_compiles=1, baseline_first_call_compiles=1)
+    md = report.render_markdown(pd.DataFrame([row]))
+    headers, rows = report.metrics_table(pd.DataFrame([row]), report.MEMORY)
+    cells = dict(zip(headers, rows[0]))
+    assert cells["peak host MB"] == "1100" and cells["host ratio"] == "0.909"
+    assert "peak device MB" not in cells  # the device did not report memory
+    assert "## Memory" in md and "compression_ratio" in md
+    headers, rows = report.metrics_table(pd.DataFrame([row]))
+    assert dict(zip(headers, rows[0]))["first-call compiles"] == "1"
+
+
+def test_graph_breaks_are_counted_per_model_and_linked(tmp_path):
+    csv_path = tmp_path / "run.csv"
+    results.append_rows(csv_path, [SAMPLE_ROWS[0]])
+    results.append_graph_breaks(csv_path, [])
+    assert "Dynamo broke no graph ([run_graph_breaks.csv](run_graph_breaks.csv))" in \
+        report.write_markdown(csv_path).read_text()
+    brk = dict(name="alexnet", backend="torchxla_trivial", mode="inference", dtype="fp32", dynamic="static",
+               reason="Failed to trace builtin operator: print | pipe", user_frame="m.py:3 in forward")
+    results.append_graph_breaks(csv_path, [brk, dict(brk, backend="eager"),
+                                           dict(brk, user_frame="m.py:9 in forward")])
+    md = report.write_markdown(csv_path).read_text()
+    assert "[run_graph_breaks.csv](run_graph_breaks.csv)" in md
+    table = md.split("## Graph breaks")[1]
+    assert "| alexnet | 2 " in table and "torchxla_trivial, eager" in table
+    assert "print \\| pipe" in table  # a pipe in a reason does not split the cell
