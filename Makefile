@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # The main job: the seed's experiment on the ten seed models.
 BENCH_ARGS ?= --suite seed --performance --use-xla-baseline --randomize-input \
@@ -12,7 +13,8 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--backend=torchxla_trivial,torchxla_trace_once --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install bench bench-all test test-all bench-overhead nightly clean
+.PHONY: install bench bench-all test test-all bench-overhead nightly clean browser dashboard \
+	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish
 
 install: $(STAMP)
 
@@ -32,11 +34,16 @@ bench-all: install
 bench-overhead: install
 	$(PY) -m benchmarks.overhead
 
-test: install
+test: install browser
 	$(PY) -m pytest -m "not slow"
 
-test-all: install
+test-all: install browser
 	$(PY) -m pytest
+
+# Debian's chromium, for the dashboard's browser tests (Playwright drives it;
+# its own browser download is not reachable). Needs root or sudo.
+browser:
+	test -x /usr/bin/chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 
 clean:
 	rm -rf results/*.csv results/*.md results/*.jsonl results/*.png .pytest_cache
@@ -45,3 +52,39 @@ clean:
 # the previous night; exits 1 on a significant regression or a new failure.
 nightly: install
 	$(PY) -m benchmarks.nightly $(if $(NIGHTLY_ARGS),-- $(NIGHTLY_ARGS))
+
+# The nightly in CI, step by step: the jobs of .github/workflows/nightly.yml
+# call these (plan -> shard x N -> merge -> gate -> dashboard -> publish).
+# Parameters come from the environment and are read by the shell ("$$VAR"),
+# never expanded by make, so a workflow input cannot inject commands:
+# NIGHTLY_DATE (YYYY-MM-DD, default today UTC), NIGHTLY_SHARDS (default 4),
+# NIGHTLY_SHARD, NIGHTLY_FILTER (model regex), NIGHTLY_BACKENDS (comma-separated).
+NIGHTLY_ROOT ?= results/nightly
+SITE_DIR ?= results/site
+
+nightly-plan:
+	@$(PYTHON) -m benchmarks.nightly plan --shards "$${NIGHTLY_SHARDS:-4}" --date "$${NIGHTLY_DATE:-}"
+
+nightly-shard: install
+	$(PY) -m benchmarks.nightly shard --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}" \
+		--shards "$${NIGHTLY_SHARDS:-4}" --shard "$${NIGHTLY_SHARD:-0}" \
+		$${NIGHTLY_BACKENDS:+--backends "$$NIGHTLY_BACKENDS"} $${NIGHTLY_FILTER:+--filter "$$NIGHTLY_FILTER"} \
+		$(if $(NIGHTLY_ARGS),-- $(NIGHTLY_ARGS))
+
+nightly-merge: install
+	$(PY) -m benchmarks.nightly merge --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
+
+# Exit status 1 (make: 2) on a regression, a new failure or a removed row.
+nightly-gate: install
+	$(PY) -m benchmarks.nightly gate --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}" $(GATE_ARGS)
+
+# The earlier nights: the results branch, checked out as $(NIGHTLY_ROOT).
+nightly-history:
+	$(PYTHON) -m benchmarks.nightly fetch-history --root $(NIGHTLY_ROOT)
+
+nightly-publish:
+	$(PYTHON) -m benchmarks.nightly publish --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
+
+# The history as a static site: $(SITE_DIR)/index.html.
+dashboard: install
+	$(PY) runner.py dashboard $(NIGHTLY_ROOT) -o $(SITE_DIR)

@@ -126,11 +126,33 @@ def load_history(nights: Sequence[Night]) -> pd.DataFrame:
 
 
 def combine(frames: Sequence[tuple[int, pd.DataFrame]]) -> pd.DataFrame:
-    """(night index, rows) pairs -> one frame: the last row of each pair per
-    night, a ``night`` column and a boolean ``passed`` column."""
+    """(night index, rows) pairs -> one frame: the last row of each
+    experiment per night, a ``night`` column, a boolean ``passed`` column and
+    the ``series`` (line) each row belongs to."""
     history = pd.concat([results.latest(df).assign(night=index) for index, df in frames], ignore_index=True)
     history["passed"] = [results.passed(row) for row in history[["status", "speedup"]].to_dict("records")]
+    history["series"] = series_labels(history)
     return history
+
+
+def series_labels(history: pd.DataFrame) -> pd.Series:
+    """What a line on the page is: the backend, plus the settings (dtype,
+    batch size, ...; ``results.SETTING_COLUMNS``) that differ within the
+    history, so that two settings of one backend never share a line:
+    ``"openxla_eval"`` or ``"openxla_eval [dtype=bf16]"``."""
+    # One experiment_key per distinct key (it normalises: an older row gets
+    # the settings it implied), not per row: a year has 58,000 rows.
+    columns = [c for c in (*results.KEY_COLUMNS, "schema_version") if c in history]
+    group = history.groupby(columns, dropna=False, sort=False).ngroup().to_numpy()
+    first = ~pd.Series(group).duplicated().to_numpy()
+    keys = [results.experiment_key(row) for row in history.loc[first].to_dict("records")]
+    settings = pd.DataFrame([["-" if v is None else str(v) for v in k.settings] for k in keys],
+                            columns=list(results.SETTING_COLUMNS))
+    varying = [c for c in settings if settings[c].nunique() > 1]
+    labels = np.empty(group.max() + 1, dtype=object)
+    for g, key, (_, row) in zip(group[first], keys, settings.iterrows()):
+        labels[g] = str(key.backend) + (" [" + ", ".join(f"{c}={row[c]}" for c in varying) + "]" if varying else "")
+    return pd.Series(labels[group], index=history.index)
 
 
 # --------------------------------------------------------------------------
@@ -166,7 +188,7 @@ def backend_geomeans(history: pd.DataFrame, backends: Sequence[str]) -> dict[str
     ok = history[history["passed"] & np.isfinite(history["speedup"]) & (history["speedup"] > 0)]
     with np.errstate(divide="ignore", invalid="ignore"):
         se = (np.log(ok["speedup_ci_high"]) - np.log(ok["speedup_ci_low"])) / (2 * Z95)
-    frame = pd.DataFrame({"backend": ok["backend"], "night": ok["night"], "log": np.log(ok["speedup"]),
+    frame = pd.DataFrame({"backend": ok["series"], "night": ok["night"], "log": np.log(ok["speedup"]),
                           "var": np.where(np.isfinite(se) & (se >= 0), se, 0.0) ** 2})
     stats = frame.groupby(["backend", "night"], sort=True).agg(
         log=("log", "mean"), var=("var", "sum"), n=("log", "size"))
@@ -191,7 +213,7 @@ def _error_text(row: pd.Series) -> str:
 def model_series(history: pd.DataFrame) -> dict[str, dict[str, dict]]:
     """Per model and backend: the passing nights' numbers and the failures."""
     series: dict[str, dict[str, dict]] = {}
-    for (name, backend), group in history.groupby(["name", "backend"], sort=True):
+    for (name, backend), group in history.groupby(["name", "series"], sort=True):
         group = group.sort_values("night")
         ok = group[group["passed"]]
         failed = group[~group["passed"]]
@@ -211,7 +233,7 @@ def model_series(history: pd.DataFrame) -> dict[str, dict[str, dict]]:
 
 def page_data(nights: Sequence[Night], history: pd.DataFrame) -> dict:
     """The page's one data blob."""
-    backends = sorted(history["backend"].dropna().astype(str).unique())
+    backends = sorted(history["series"].unique())
     models = sorted(history["name"].dropna().astype(str).unique())
     return {
         "nights": [n.date for n in nights],

@@ -1,64 +1,309 @@
-"""The nightly job: every backend on the full suite, compared with last night.
+"""The nightly job, in one go or step by step on several machines.
 
-``python -m benchmarks.nightly`` (``make nightly``) runs the harness into a
-dated folder ``results/nightly/<date>/`` (``performance.csv`` with its raw
-samples, markdown report and plot), then compares it with the newest earlier
-nightly there, writing ``compare.md`` and ``compare.png`` beside it. The exit
-code is the comparison's: 1 when a row got significantly slower or newly
-fails, so a CI job can gate on it; 0 otherwise (and on the first night).
+In one go (``make nightly``)::
 
-Arguments after ``--`` go to ``runner.py`` as they are, e.g. a model
-selection or shard flags. Rerunning the same date completes that night's run
-(``--resume``) instead of starting over.
+    python -m benchmarks.nightly [--root results/nightly] [--date D] [--backends B] [-- RUNNER FLAGS]
+
+runs every backend on the full suite into ``ROOT/<date>/performance.csv``
+(raw samples, markdown report and plot beside it), then gates it against the
+newest earlier night under ROOT, writing ``compare.md``, ``compare.json`` and
+``compare.png`` beside it.  Exit status: the gate's (0 pass -- also on the
+first night, with nothing to compare --, 1 fail, 2 bad input).  Rerunning
+the same date completes that night (``--resume``) instead of starting over.
+
+Step by step, as the CI workflow (``.github/workflows/nightly.yml``) runs it
+through ``make nightly-*`` targets::
+
+    plan  --shards N             print "date=D", "count=N", "shards=[0, ..., N-1]" (GitHub step outputs)
+    shard --shards N --shard I   shard I of N into ROOT/D/shards/shard-I.csv (resumes a partial one)
+    merge                        ROOT/D/shards/shard-*.csv -> ROOT/D/performance.csv
+    gate [COMPARE FLAGS]         compare with the newest earlier night, as above
+    fetch-history                check out the results branch as ROOT (a git worktree)
+    publish                      commit ROOT/D's merged files to the results branch and push
+
+``plan`` needs only the standard library (the workflow runs it before
+installing anything); the heavy modules are imported by the steps that use
+them.  The previous nights live on a git branch (default ``nightly-results``)
+holding ``<date>/performance.{csv,jsonl,md,png}`` and ``<date>/compare.*``:
+the gate needs the previous night and the dashboard needs them all, and
+workflow artifacts expire, so a branch is the durable home.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
+import re
+import subprocess
 import sys
 from pathlib import Path
-
-from . import cli, compare
+from typing import Sequence
 
 NIGHTLY_BACKENDS = ("torchxla_trivial", "torchxla_trace_once", "openxla_eval", "inductor")
 RESULT = "performance.csv"
+SHARDS_DIR = "shards"
+MAX_SHARDS = 64
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+RESULTS_BRANCH = "nightly-results"
+# What a night keeps on the results branch (shard files and worker logs go to
+# the run's artifacts only).
+PUBLISHED = ("performance.csv", "performance.jsonl", "performance.md", "performance.png",
+             "compare.md", "compare.json", "compare.png")
+# Runner flags each step sets itself.
+OWNED_FLAGS = {"--output", "--output-directory", "--resume", "--overwrite", "--backend",
+               "--total-partitions", "--partition-id"}
+PROG = "python -m benchmarks.nightly"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.nightly", description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default="results/nightly", help="folder of the dated runs")
-    parser.add_argument("--date", default=datetime.date.today().isoformat(), help="this night's folder name")
-    parser.add_argument("--backends", default=",".join(NIGHTLY_BACKENDS),
-                        help=f"comma-separated (default {','.join(NIGHTLY_BACKENDS)})")
-    parser.add_argument("runner_args", nargs="*", help="extra runner.py flags, after --")
-    args = parser.parse_args(argv)
-    owned = {"--output", "--output-directory", "--resume", "--overwrite", "--backend"}
-    clash = sorted(owned.intersection(a.split("=")[0] for a in args.runner_args))
-    if clash:
-        parser.error(f"the nightly job sets {', '.join(clash)} itself")
-    root = Path(args.root)
-    tonight = root / args.date
-    csv_path = tonight / RESULT
-    flags = ["--performance", "--use-xla-baseline", "--randomize-input",
-             "--backend", args.backends, "--output", str(csv_path), *args.runner_args]
-    if csv_path.exists():
-        flags.append("--resume")
-    code = cli.main(flags)
-    if code != 0:
-        return code
-    previous = previous_run(root, args.date)
-    if previous is None:
-        print(f"nightly: first run under {root}; nothing to compare with", file=sys.stderr)
-        return 0
-    print(f"nightly: comparing with {previous}", file=sys.stderr)
-    return compare.main([str(previous), str(csv_path), "--markdown", str(tonight / "compare.md"),
-                         "--plot", str(tonight / "compare.png")], prog="nightly compare")
+class NightlyError(Exception):
+    """Bad input or a failed step: one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise NightlyError(message)
+
+
+# --------------------------------------------------------------------------
+# Paths
+
+
+def night_dir(root: Path, date: str) -> Path:
+    return root / date
+
+
+def shard_csv(root: Path, date: str, shard: int) -> Path:
+    return night_dir(root, date) / SHARDS_DIR / f"shard-{shard}.csv"
 
 
 def previous_run(root: Path, date: str) -> Path | None:
     """The newest nightly result strictly before ``date``."""
-    earlier = sorted(p for p in root.glob(f"*/{RESULT}") if p.parent.name < date)
+    earlier = sorted(p for p in root.glob(f"*/{RESULT}") if DATE.match(p.parent.name) and p.parent.name < date)
     return earlier[-1] if earlier else None
+
+
+# --------------------------------------------------------------------------
+# Arguments
+
+
+def _date(text: str) -> str:
+    """A night's name: YYYY-MM-DD, today (UTC) when empty."""
+    if not text:
+        return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+    if not DATE.match(text):
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}")
+    return text
+
+
+def _shards(text: str) -> int:
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_SHARDS}, got {text!r}")
+    return int(text)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", default="results/nightly", type=Path, help="folder of the dated nights")
+    p.add_argument("--date", default="", type=_date, help="this night's folder name (default: today, UTC)")
+
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backends", default=",".join(NIGHTLY_BACKENDS),
+                   help=f"comma-separated (default {','.join(NIGHTLY_BACKENDS)})")
+    p.add_argument("--filter", action="append", default=[], metavar="REGEX",
+                   help="only models matching REGEX (runner.py -k; repeatable)")
+    p.add_argument("runner_args", nargs="*", help="extra runner.py flags, after --")
+
+
+def _parser(step: str | None) -> argparse.ArgumentParser:
+    prog = f"{PROG} {step}" if step else PROG
+    p = _Parser(prog=prog, description=__doc__.splitlines()[0])
+    if step == "plan":
+        p.add_argument("--shards", type=_shards, default=4, help="number of shard jobs")
+        p.add_argument("--date", default="", type=_date, help="the night (default: today, UTC)")
+        return p
+    _common(p)
+    if step in (None, "shard"):
+        _run_flags(p)
+    if step == "shard":
+        p.add_argument("--shards", type=_shards, required=True, help="number of shards")
+        p.add_argument("--shard", type=int, required=True, help="this shard, 0-based")
+    if step in (None, "gate"):
+        p.add_argument("--previous", type=Path, help="the reference CSV (default: the newest earlier night)")
+    if step in ("fetch-history", "publish"):
+        p.add_argument("--branch", default=RESULTS_BRANCH, help=f"results branch (default {RESULTS_BRANCH})")
+        p.add_argument("--remote", default="origin", help="git remote (default origin)")
+    return p
+
+
+# --------------------------------------------------------------------------
+# Steps
+
+
+def plan(args: argparse.Namespace) -> int:
+    """The night and the shard matrix, as GitHub step-output lines."""
+    print(f"date={args.date}")
+    print(f"count={args.shards}")
+    print(f"shards={json.dumps(list(range(args.shards)))}")
+    return 0
+
+
+def _runner(flags: list[str]) -> int:
+    from benchmarks import cli
+
+    return cli.main(flags)
+
+
+def _runner_flags(args: argparse.Namespace, csv_path: Path) -> list[str]:
+    clash = sorted(OWNED_FLAGS.intersection(a.split("=")[0] for a in args.runner_args))
+    if clash:
+        raise NightlyError(f"the nightly job sets {', '.join(clash)} itself")
+    flags = ["--performance", "--use-xla-baseline", "--randomize-input", "--backend", args.backends,
+             "--output", str(csv_path)]
+    for regex in args.filter:
+        flags += ["-k", regex]
+    flags += args.runner_args
+    if csv_path.exists():
+        flags.append("--resume")  # a rerun (a retried CI job) completes what is there
+    return flags
+
+
+def shard(args: argparse.Namespace) -> int:
+    """Shard ``--shard`` of ``--shards`` into ROOT/D/shards/shard-I.csv."""
+    if not 0 <= args.shard < args.shards:
+        raise NightlyError(f"--shard must be in [0, {args.shards - 1}], got {args.shard}")
+    csv_path = shard_csv(args.root, args.date, args.shard)
+    flags = _runner_flags(args, csv_path) + ["--total-partitions", str(args.shards),
+                                             "--partition-id", str(args.shard)]
+    return _runner(flags)
+
+
+def merge(args: argparse.Namespace) -> int:
+    """Join the night's shards into its performance.csv (replacing an earlier merge)."""
+    shards = sorted(night_dir(args.root, args.date).glob(f"{SHARDS_DIR}/shard-*.csv"))
+    if not shards:
+        raise NightlyError(f"no shards under {night_dir(args.root, args.date) / SHARDS_DIR}")
+    from benchmarks import merge as merge_mod
+
+    out = night_dir(args.root, args.date) / RESULT
+    print(f"nightly: merging {len(shards)} shard(s) into {out}", file=sys.stderr)
+    return merge_mod.main([str(out), *map(str, shards), "--overwrite"])
+
+
+def gate(args: argparse.Namespace, compare_flags: Sequence[str] = ()) -> int:
+    """Compare the night with ``--previous`` or the newest earlier night."""
+    tonight = night_dir(args.root, args.date)
+    csv_path = tonight / RESULT
+    if not csv_path.exists():
+        raise NightlyError(f"{csv_path} not found: run (or merge) the night first")
+    previous = args.previous or previous_run(args.root, args.date)
+    if previous is None:
+        print(f"nightly: first night under {args.root}; nothing to compare with", file=sys.stderr)
+        return 0
+    print(f"nightly: comparing with {previous}", file=sys.stderr)
+    from benchmarks import compare
+
+    return compare.main([str(previous), str(csv_path), *compare_flags,
+                         "--markdown", str(tonight / "compare.md"), "--json", str(tonight / "compare.json"),
+                         "--plot", str(tonight / "compare.png")], prog="nightly gate")
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """The whole night on this machine, then the gate."""
+    code = _runner(_runner_flags(args, night_dir(args.root, args.date) / RESULT))
+    return code if code != 0 else gate(args)
+
+
+# --------------------------------------------------------------------------
+# The results branch
+
+
+def _git(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if check and done.returncode != 0:
+        detail = (done.stderr.strip() or done.stdout.strip()).splitlines()
+        raise NightlyError(f"git {' '.join(args)}: {detail[-1] if detail else f'exit {done.returncode}'}")
+    return done
+
+
+def fetch_history(args: argparse.Namespace) -> int:
+    """Check the results branch out as ROOT (a worktree of this repository);
+    on the very first night, when the branch does not exist yet, ROOT
+    becomes an empty worktree that ``publish`` turns into the branch."""
+    root = args.root
+    if root.exists() and any(root.iterdir()):
+        raise NightlyError(f"{root} exists and is not empty; fetch the history into a fresh folder")
+    found = _git("fetch", "--depth=1", args.remote, f"refs/heads/{args.branch}", check=False)
+    if found.returncode == 0:
+        _git("worktree", "add", "--detach", str(root), "FETCH_HEAD")
+        nights = sorted(p.name for p in root.iterdir() if DATE.match(p.name))
+        print(f"nightly: {len(nights)} earlier night(s) from {args.remote}/{args.branch} in {root}",
+              file=sys.stderr)
+        return 0
+    if _git("ls-remote", "--exit-code", "--heads", args.remote, args.branch, check=False).returncode != 2:
+        raise NightlyError(f"cannot fetch {args.branch} from {args.remote}: {found.stderr.strip()}")
+    _git("worktree", "add", "--detach", str(root), "HEAD")
+    _git("checkout", "--orphan", f"{args.branch}-new", cwd=root)
+    _git("rm", "-r", "-q", "--cached", ".", cwd=root, check=False)
+    for path in root.iterdir():
+        if path.name != ".git":
+            _remove(path)
+    print(f"nightly: {args.remote} has no branch {args.branch} yet; {root} starts it", file=sys.stderr)
+    return 0
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def publish(args: argparse.Namespace) -> int:
+    """Commit the night's merged files (not its shards or logs) to the
+    results branch and push them."""
+    tonight = night_dir(args.root, args.date)
+    files = [f"{args.date}/{name}" for name in PUBLISHED if (tonight / name).is_file()]
+    if RESULT not in {Path(f).name for f in files}:
+        raise NightlyError(f"{tonight / RESULT} not found: nothing to publish")
+    _git("add", "--", *files, cwd=args.root)
+    if _git("diff", "--cached", "--quiet", cwd=args.root, check=False).returncode == 0:
+        print(f"nightly: {args.date} is already on {args.branch} as it is; nothing to publish",
+              file=sys.stderr)
+        return 0
+    _git("-c", "user.name=nightly", "-c", "user.email=nightly@localhost",
+         "commit", "-q", "-m", f"nightly {args.date}", cwd=args.root)
+    _git("push", "-q", args.remote, f"HEAD:refs/heads/{args.branch}", cwd=args.root)
+    print(f"nightly: pushed {len(files)} file(s) of {args.date} to {args.remote}/{args.branch}",
+          file=sys.stderr)
+    return 0
+
+
+STEPS = {"plan": plan, "shard": shard, "merge": merge, "gate": gate,
+         "fetch-history": fetch_history, "publish": publish}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    step = argv[0] if argv and argv[0] in STEPS else None
+    rest = argv[1:] if step else argv
+    try:
+        if step == "gate":
+            # compare's own flags (--allow-removed, --threshold 0.1, ...) pass through.
+            args, compare_flags = _parser(step).parse_known_args(rest)
+            return gate(args, compare_flags)
+        args = _parser(step).parse_args(rest)
+        return STEPS[step](args) if step else run_all(args)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except NightlyError as err:
+        print(f"{PROG}{' ' + step if step else ''}: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -132,6 +132,23 @@ def test_page_data(small_site):
     assert data["geomean"]["openxla_eval"]["n"][3] == len(MODELS) - 1
 
 
+def test_two_settings_of_a_backend_never_share_a_line():
+    frames = history_frames(3, MODELS[:1], BACKENDS, seed=2)
+    frames[1][1].loc[frames[1][1]["backend"] == "openxla_eval", "dtype"] = "bf16"
+    history = dashboard.combine([(i, df.assign(dtype=df["dtype"].fillna("fp32"))) for i, (_, df) in enumerate(frames)])
+    assert sorted(history["series"].unique()) == [
+        "openxla_eval [dtype=bf16]", "openxla_eval [dtype=fp32]", "torchxla_trace_once [dtype=fp32]"]
+
+
+def test_an_older_night_shares_the_line_of_the_settings_it_implied():
+    """A version-1 night has no dtype column: it was fp32, static."""
+    old, new = (df for _, df in history_frames(2, MODELS[:1], BACKENDS[:1], seed=3))
+    old = old.assign(schema_version=1, dtype=None, dynamic=None)
+    new = new.assign(dtype="fp32", dynamic="static")
+    history = dashboard.combine([(0, old), (1, new)])
+    assert history["series"].tolist() == [BACKENDS[0], BACKENDS[0]]
+
+
 def test_site_has_one_page_with_inlined_plotly_and_copied_reports(small_site):
     root, site, index, dates = small_site
     text = index.read_text(encoding="utf-8")

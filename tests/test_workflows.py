@@ -1,0 +1,231 @@
+"""The CI workflows: valid for GitHub, clean for a workflow security linter,
+thin (every step is a make target), and their nightly steps run here.
+
+* ``check-jsonschema --builtin-schema vendor.github-workflows`` validates both
+  files against the schema GitHub's own editor uses (shipped with the tool).
+* ``zizmor --offline`` audits them: template injection, credentials,
+  permissions, unpinned actions.
+* The nightly job's steps run locally through the same make targets, on the
+  compare fixtures (fast) and, slow, on two real models with two shards.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks import results
+from test_nightly import place_run, split_into_shards
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+FILES = sorted(WORKFLOWS.glob("*.yml"))
+BIN = Path(sys.executable).parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "compare"
+STAMP = ".venv/.installed"  # the venv is ready: make must not reinstall during a test
+
+
+def _load(path):
+    return yaml.safe_load(path.read_text())
+
+
+def _steps(workflow):
+    for job_name, job in workflow["jobs"].items():
+        for step in job["steps"]:
+            yield job_name, step
+
+
+def _make_targets():
+    return set(re.findall(r"^([A-Za-z][\w-]*):", (ROOT / "Makefile").read_text(), flags=re.M))
+
+
+def test_both_workflows_exist():
+    assert [p.name for p in FILES] == ["ci.yml", "nightly.yml"]
+
+
+def test_workflows_match_githubs_schema():
+    done = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+                           *map(str, FILES)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_schema_check_catches_a_broken_workflow(tmp_path):
+    """The check is decisive: a job without runs-on fails it."""
+    text = (WORKFLOWS / "ci.yml").read_text()
+    assert "    runs-on: ubuntu-latest\n" in text
+    path = tmp_path / "broken.yml"
+    path.write_text(text.replace("    runs-on: ubuntu-latest\n", ""))
+    done = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+                           str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+
+
+def _zizmor(*args):
+    return subprocess.run([str(BIN / "zizmor"), "--offline", "--no-progress", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_zizmor_finds_nothing():
+    done = _zizmor(str(WORKFLOWS))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "No findings" in done.stdout
+
+
+def test_zizmor_pedantic_only_notes_the_image_tag():
+    """The strictest persona asks only for the container image to be pinned
+    by digest (a tag is used: a digest cannot be resolved offline)."""
+    done = _zizmor("--persona", "pedantic", "--format", "json", str(WORKFLOWS))
+    findings = {finding["ident"] for finding in json.loads(done.stdout)}
+    assert findings <= {"unpinned-images"}, findings
+
+
+def test_zizmor_catches_template_injection(tmp_path):
+    """What the workflows avoid: an input expanded into a script."""
+    text = (WORKFLOWS / "nightly.yml").read_text()
+    step = 'run: make -s nightly-plan >> "$GITHUB_OUTPUT"'
+    assert step in text
+    (tmp_path / "bad.yml").write_text(text.replace(step, "run: echo ${{ inputs.filter }}"))
+    done = _zizmor(str(tmp_path / "bad.yml"))
+    assert done.returncode != 0 and "template-injection" in done.stdout
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_steps_are_make_targets_without_expressions(path):
+    targets = _make_targets()
+    for job, step in _steps(_load(path)):
+        if "run" not in step:
+            assert step["uses"].split("@")[0].startswith("actions/"), step
+            assert re.fullmatch(r"[0-9a-f]{40}", step["uses"].split("@")[1]), f"{job}: pin {step['uses']}"
+            continue
+        script = step["run"]
+        assert "${{" not in script, f"{job}: expression in a script: {script}"
+        if script.strip() == ".ci/run":
+            continue
+        match = re.fullmatch(r"make (?:-s )?([\w-]+)(?: >> \"\$GITHUB_OUTPUT\")?", script.strip())
+        assert match, f"{job}: not a make target: {script}"
+        assert match.group(1) in targets, f"{job}: no make target {match.group(1)}"
+
+
+def test_ci_runs_make_test_on_pull_requests():
+    workflow = _load(WORKFLOWS / "ci.yml")
+    assert "pull_request" in workflow[True]  # YAML reads the key `on` as True
+    runs = [step["run"] for _, step in _steps(workflow) if "run" in step]
+    assert runs == [".ci/run"]
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    assert workflow["permissions"] == {"contents": "read"}
+
+
+def test_nightly_shape():
+    workflow = _load(WORKFLOWS / "nightly.yml")
+    triggers = workflow[True]
+    assert "schedule" in triggers and set(triggers["workflow_dispatch"]["inputs"]) == {"shards", "filter", "date"}
+    assert workflow["permissions"] == {}
+    jobs = workflow["jobs"]
+    assert jobs["shard"]["needs"] == "plan"
+    assert jobs["shard"]["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    assert jobs["shard"]["strategy"]["fail-fast"] is False
+    assert jobs["merge"]["needs"] == ["plan", "shard"]
+    assert "!cancelled()" in jobs["merge"]["if"]  # a failed shard is still merged and gated
+    writers = {name for name, job in jobs.items() if job.get("permissions", {}).get("contents") == "write"}
+    assert writers == {"merge"}
+    merge_runs = [step["run"] for step in jobs["merge"]["steps"] if "run" in step]
+    assert merge_runs == ["make install", "make nightly-history", "make nightly-merge", "make nightly-gate",
+                          "make dashboard", "make nightly-publish"]
+    shard_runs = [step["run"] for step in jobs["shard"]["steps"] if "run" in step]
+    assert shard_runs == ["make install", "make nightly-shard"]
+
+
+# --------------------------------------------------------------------------
+# The nightly job's steps, here
+
+
+def make(target, root, site, **env):
+    """``make TARGET`` as a workflow step runs it (parameters in the environment)."""
+    return subprocess.run(
+        ["make", "-s", "-o", STAMP, target, f"NIGHTLY_ROOT={root}", f"SITE_DIR={site}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200, env={**os.environ, **env})
+
+
+def test_nightly_steps_on_fixtures(tmp_path):
+    """plan, merge of two shards, gate against a prior night, dashboard: the
+    make targets of the merge job, on the compare fixtures."""
+    root, site = tmp_path / "nightly", tmp_path / "site"
+    env = {"NIGHTLY_DATE": "2026-01-02", "NIGHTLY_SHARDS": "2"}
+    plan = make("nightly-plan", root, site, **env)
+    assert plan.stdout == "date=2026-01-02\ncount=2\nshards=[0, 1]\n", plan.stderr
+    place_run(FIXTURES / "old.csv", root / "2026-01-01" / "performance.csv")  # the prior night
+    split_into_shards(FIXTURES / "new.csv", root / "2026-01-02" / "shards")
+
+    merged = make("nightly-merge", root, site, **env)
+    assert merged.returncode == 0, merged.stderr
+    tonight = root / "2026-01-02"
+    assert len(results.read_rows(tonight / "performance.csv")) == len(results.read_rows(FIXTURES / "new.csv"))
+
+    gate = make("nightly-gate", root, site, **env)
+    # The gate's own status 1 (a regression), which make reports as its Error 1.
+    assert gate.returncode == 2 and "Error 1" in gate.stderr, gate.stderr
+    verdict = json.loads((tonight / "compare.json").read_text())
+    assert verdict["verdict"] == "FAIL (1 slower, 1 new failure, 1 removed)"
+    assert (tonight / "compare.md").exists() and (tonight / "compare.png").exists()
+
+    dashboard = make("dashboard", root, site, **env)
+    assert dashboard.returncode == 0, dashboard.stderr
+    page = (site / "index.html").read_text()
+    assert "2 nights (2026-01-01 to 2026-01-02)" in page
+    assert 'href="nights/2026-01-02/compare.md"' in page and "FAIL (1 slower, 1 new failure, 1 removed)" in page
+
+
+def test_nightly_gate_passes_an_unchanged_night(tmp_path):
+    root, site = tmp_path / "nightly", tmp_path / "site"
+    place_run(FIXTURES / "new.csv", root / "2026-01-01" / "performance.csv")
+    place_run(FIXTURES / "new.csv", root / "2026-01-02" / "performance.csv")
+    gate = make("nightly-gate", root, site, NIGHTLY_DATE="2026-01-02")
+    assert gate.returncode == 0, gate.stderr
+    assert json.loads((root / "2026-01-02" / "compare.json").read_text())["verdict"] == "PASS (2 inconclusive)"
+
+
+def test_nightly_filter_input_reaches_python_as_text(tmp_path):
+    """An input that looks like make or shell syntax is passed as one
+    argument, never run: here it is a (bad) regex, refused with exit 2."""
+    marker = tmp_path / "ran"
+    hostile = f"$(shell touch {marker})$(touch {marker})`touch {marker}`["
+    shard = make("nightly-shard", tmp_path / "nightly", tmp_path / "site",
+                 NIGHTLY_DATE="2026-01-02", NIGHTLY_SHARDS="1", NIGHTLY_SHARD="0", NIGHTLY_FILTER=hostile)
+    assert shard.returncode == 2 and "bad regular expression" in shard.stderr, shard.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.slow
+def test_nightly_steps_on_two_models(tmp_path):
+    """The workflow's make targets on real models: squeezenet1_1 and the tiny
+    lennard_jones, two shards, merge, gate against a prior night, dashboard."""
+    root, site = tmp_path / "nightly", tmp_path / "site"
+    env = {"NIGHTLY_DATE": "2026-01-02", "NIGHTLY_SHARDS": "2", "NIGHTLY_BACKENDS": "openxla_eval",
+           "NIGHTLY_FILTER": "^(squeezenet1_1|lennard_jones)$", "NIGHTLY_ARGS": "--repeat 3 --warmup 1"}
+    plan = make("nightly-plan", root, site, **env)
+    assert json.loads(plan.stdout.splitlines()[2].split("=", 1)[1]) == [0, 1]
+    for shard in ("0", "1"):
+        done = make("nightly-shard", root, site, **env, NIGHTLY_SHARD=shard)
+        assert done.returncode == 0, done.stderr[-2000:]
+    tonight = root / "2026-01-02"
+    shard_models = [set(results.read_rows(tonight / "shards" / f"shard-{i}.csv")["name"]) for i in (0, 1)]
+    assert shard_models == [{"lennard_jones"}, {"squeezenet1_1"}]
+    assert make("nightly-merge", root, site, **env).returncode == 0
+    merged = results.read_rows(tonight / "performance.csv")
+    assert set(merged["name"]) == {"lennard_jones", "squeezenet1_1"} and set(merged["status"]) == {"pass"}
+    # The prior night: the same rows, so the gate has something to compare with.
+    place_run(tonight / "performance.csv", root / "2026-01-01" / "performance.csv")
+    gate = make("nightly-gate", root, site, **env)
+    assert gate.returncode == 0, gate.stderr
+    assert json.loads((tonight / "compare.json").read_text())["verdict"] == "PASS (2 inconclusive)"  # 3 repeats
+    strict = make("nightly-gate", root, site, **env, GATE_ARGS="--fail-on-inconclusive")
+    assert strict.returncode == 2 and "Error 1" in strict.stderr
+    assert make("dashboard", root, site, **env).returncode == 0
+    page = (site / "index.html").read_text()
+    assert "lennard_jones" in page and "squeezenet1_1" in page
+    shutil.rmtree(tonight / "shards")  # the shards' logs are large; nothing else needs them
