@@ -1,0 +1,289 @@
+"""The experiments people run, end to end on tiny models: rows that say what
+was run, --training --resume on an inference CSV, precision, a cycle of
+batch sizes with dynamic shapes, profiler traces, HLO dumps, graph breaks and
+memory. Real models (resnet18) are in the slow tests at the end."""
+import gzip
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks import accuracy, cli, compare, orchestrate, placement, probes, provenance, results, worker
+from benchmarks.config import RunConfig
+
+FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
+CONFIGS = """
+defaults:
+  batch_size: {accelerator: 2, cpu: 2}
+  tolerance: {host: 1.0e-4, xla: 1.0e-2}
+  cosine: false
+"""
+
+
+def _forget_torchbenchmark():
+    for name in [n for n in sys.modules if n.split(".")[0] == "torchbenchmark"]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def fault_models(monkeypatch):
+    """The fake TorchBench package of tests/fault_models on sys.path (and on
+    PYTHONPATH for worker processes); forgotten afterwards."""
+    _forget_torchbenchmark()
+    monkeypatch.syspath_prepend(str(FAULT_MODELS))
+    monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))
+    manual_seed = torch.manual_seed
+    yield
+    torch.manual_seed = manual_seed
+    _forget_torchbenchmark()
+
+
+@pytest.fixture
+def config(tmp_path, fault_models):
+    path = tmp_path / "models.yaml"
+    path.write_text(CONFIGS)
+    return RunConfig(suite="torchbench", backends=("eager",), repeat=3, warmup=1, configs=str(path),
+                     output=str(tmp_path / "out.csv"), isolate=False)
+
+
+def run(argv, capsys):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _fast(tmp_path, *more):
+    configs = tmp_path / "models.yaml"
+    configs.write_text(CONFIGS)
+    return ["--suite", "torchbench", "--repeat", "3", "--warmup", "1", "--no-isolate",
+            "--configs", str(configs), *more]
+
+
+# --------------------------------------------------------------------------
+# Rows that say what was run
+
+
+def test_rows_record_what_was_run(config):
+    (row,) = worker.run_model(config.replace(precision="bf16", seed=7), "ok_mlp").rows
+    assert row["status"] == "pass", row
+    assert (row["mode"], row["dtype"], row["dynamic"], row["suite"]) == ("inference", "bf16", "static",
+                                                                         "torchbench")
+    assert (row["repeat"], row["warmup"], row["seed"]) == (3, 1, 7)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", row["timestamp"])
+    assert row["torch_version"].startswith("2.9") and row["torch_xla_version"].startswith("2.9")
+    assert row["python_version"] == ".".join(map(str, sys.version_info[:3]))
+    assert re.fullmatch(r"[0-9a-f]{40}", row["commit"])
+
+
+def test_commit_is_unknown_outside_a_checkout(tmp_path):
+    assert provenance.git_commit(tmp_path) == "unknown"
+
+
+def test_training_resumed_on_an_inference_csv_runs_the_training_rows(tmp_path, fault_models, capsys):
+    out = tmp_path / "run.csv"
+    args = _fast(tmp_path, "--only", "ok_mlp", "--backend", "eager", "--output", str(out))
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    code, console, err = run([*args, "--training", "--resume"], capsys)
+    assert code == 0, err
+    df = results.read_rows(out)
+    assert df["mode"].tolist() == ["inference", "training"]
+    assert "Training, fp32" in console  # the training table, not the inference one again
+    # Resumed again, nothing is left to run.
+    config = cli.make_config(cli.build_parser().parse_args([*args, "--training", "--resume"]))
+    assert orchestrate.pending_work(config) == []
+    assert orchestrate.pending_work(config.replace(precision="bf16")) == [("ok_mlp", ("eager",))]
+    md = results.markdown_path(out).read_text()
+    assert "## inference, fp32" in md and "## training, fp32" in md
+
+
+def test_compare_of_inference_and_training_runs(tmp_path, fault_models, capsys):
+    common = _fast(tmp_path, "--only", "ok_mlp", "--backend", "eager", "--repeat", "6")
+    inference, training = tmp_path / "inference.csv", tmp_path / "training.csv"
+    assert run([*common, "--output", str(inference)], capsys)[0] == 0
+    assert run([*common, "--training", "--output", str(training)], capsys)[0] == 0
+    code, out, err = run(["compare", str(inference), str(training)], capsys)
+    assert "not comparable" in out and "mode inference -> training" in out, out + err
+    (row,) = compare.compare(inference, training).rows
+    assert row.mark == compare.NOT_COMPARABLE
+
+
+# --------------------------------------------------------------------------
+# Precision
+
+
+class _Mixed(torch.nn.Module):
+    """An embedding (integer input) and a linear layer (floating input)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, ids, x):
+        assert not ids.is_floating_point()
+        return self.linear(self.embed(ids) + x)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: placement.baseline_runner(m, use_xla=False, precision="bf16"),
+    lambda m: placement.baseline_runner(m, use_xla=True, precision="bf16"),
+    lambda m: placement.backend_runner(m, "eager", precision="bf16"),
+    lambda m: placement.backend_runner(m, "torchxla_trace_once", precision="bf16"),
+], ids=["eager", "xla", "eager-backend", "trace_once"])
+def test_every_runner_casts_model_and_floating_inputs_alike(make):
+    runner = make(_Mixed())
+    ids, x = runner.prepare((torch.tensor([[1, 2]]), torch.randn(1, 2, 4)))
+    assert ids.dtype == torch.int64 and x.dtype == torch.bfloat16
+    assert runner.step((ids, x)).dtype == torch.bfloat16
+
+
+def test_amp_runs_under_autocast_on_the_runners_device():
+    for runner in (placement.baseline_runner(_Mixed(), use_xla=False, precision="amp"),
+                   placement.baseline_runner(_Mixed(), use_xla=True, precision="amp")):
+        ids, x = runner.prepare((torch.tensor([[1, 2]]), torch.randn(1, 2, 4)))
+        assert x.dtype == torch.float32  # amp casts nothing itself
+        assert runner.step((ids, x)).dtype == torch.bfloat16  # autocast did
+
+
+def test_fp64_reference_rule():
+    ref64 = torch.linspace(-3, 3, 100, dtype=torch.float64)
+    noise = torch.sin(torch.arange(100, dtype=torch.float64))
+    baseline = (ref64 + 0.04 * noise).to(torch.bfloat16)
+    close = (ref64 - 0.04 * noise).to(torch.bfloat16)  # as far from fp64 as the baseline
+    far = (ref64 + 0.5 * noise).to(torch.bfloat16)
+    assert not accuracy.compare(baseline, close, 1e-2).ok  # the tolerance alone fails it
+    assert accuracy.compare(baseline, close, 1e-2, fp64_ref=ref64).ok
+    check = accuracy.compare(baseline, far, 1e-2, fp64_ref=ref64)
+    assert not check.ok and "RMSE vs fp64" in check.reason
+
+
+def test_bf16_accuracy_passes_within_its_tolerance(config):
+    rows = worker.run_model(config.replace(mode="accuracy", precision="bf16",
+                                           backends=("eager", "torchxla_trace_once")), "ok_mlp").rows
+    assert [(r["backend"], r["dtype"], r["accuracy"]) for r in rows] == [
+        ("eager", "bf16", "pass"), ("torchxla_trace_once", "bf16", "pass")], rows
+
+
+def test_per_dtype_tolerances_come_from_configs():
+    from benchmarks.settings import load_settings
+
+    settings = load_settings().for_model("resnet18")
+    assert settings.tolerance(xla=True, dtype="bf16") == 5.0e-2
+    assert settings.tolerance(xla=False, dtype="fp16") == 1.0e-2
+    assert settings.tolerance(xla=False) == 1.0e-4
+
+
+# --------------------------------------------------------------------------
+# Dynamic shapes
+
+
+def test_a_cycle_of_batch_sizes_reports_each_shapes_compiles(config):
+    run_config = config.replace(use_xla_baseline=True, backends=("torchxla_trace_once",),
+                                batch_sizes=(1, 2, 4), dynamic_shapes=True)
+    result = worker.run_model(run_config, "ok_mlp")
+    rows = result.rows
+    assert [(r["batch_size"], r["dynamic"], r["status"]) for r in rows] == [
+        (1, "dynamic", "pass"), (2, "dynamic", "pass"), (4, "dynamic", "pass")], rows
+    # Every new shape compiles at least one XLA executable in its first call,
+    # in the backend and in the lazy baseline alike; dynamo compiles a graph
+    # for the first shape and at most one more (size 1 is specialised).
+    assert all(r["first_call_compiles"] >= 1 and r["baseline_first_call_compiles"] >= 1 for r in rows)
+    assert rows[0]["recompiles"] == 0 and sum(r["dynamo_graphs"] for r in rows) <= 2
+    assert all(r["compilation_latency"] > 0 and len(s["samples_s"]) == 3 for r in rows
+               for s in result.samples)
+    # Each row has its own samples, keyed by its experiment.
+    keys = {results.experiment_key(s) for s in result.samples}
+    assert keys == {results.experiment_key(r) for r in rows}
+
+
+def test_batch_sizes_flag_rejects_bad_values(capsys):
+    for bad in (["--batch-sizes", "1,x"], ["--batch-sizes", "0,2"], ["--batch-sizes", "2,2"],
+                ["--batch-sizes", "1,2", "--batch-size", "4"], ["--bfloat16", "--float16"]):
+        code, _, err = run(["--only", "resnet18", *bad], capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (bad, err)
+
+
+# --------------------------------------------------------------------------
+# Profiles, HLO, graph breaks, memory
+
+
+def test_profiler_traces_hlo_and_graph_breaks(tmp_path, fault_models, capsys):
+    traces, hlo, out = tmp_path / "traces", tmp_path / "hlo", tmp_path / "run.csv"
+    code, _, err = run(_fast(tmp_path, "--only", "print_break", "--use-xla-baseline",
+                             "--backend", "torchxla_trace_once,eager", "--output", str(out),
+                             "--export-profiler-trace", str(traces), "--dump-hlo", str(hlo)), capsys)
+    assert code == 0, err
+    for runner in ("baseline_xla", "torchxla_trace_once", "eager"):
+        events = probes.chrome_trace_events(traces / f"print_break_{runner}.json")
+        assert any(e.get("ph") == "X" for e in events), runner  # complete events: a real trace
+    xla_traces = list((traces / "print_break_torchxla_trace_once_xla").rglob("*.trace.json.gz"))
+    assert xla_traces and json.loads(gzip.decompress(xla_traces[0].read_bytes()))
+    for runner in ("baseline_xla", "torchxla_trace_once"):
+        (dump,) = hlo.glob(f"print_break_{runner}.*.hlo.txt")
+        assert "ENTRY" in dump.read_text() and "HloModule" in dump.read_text()
+    assert not list(hlo.glob("print_break_eager*"))  # a host runner has no HLO
+    breaks = results.read_graph_breaks(out)
+    assert set(breaks["backend"]) == {"torchxla_trace_once", "eager"}
+    for _, brk in breaks.iterrows():
+        assert "print" in brk["reason"]
+        assert "print_break/__init__.py:5 in _say_hello" in brk["user_frame"]
+    df = results.read_rows(out)
+    assert (df["graph_breaks"] >= 1).all()
+    md = results.markdown_path(out).read_text()
+    assert "[run_graph_breaks.csv](run_graph_breaks.csv)" in md and "| print_break | 1 " in md
+
+
+def test_memory_peaks_and_ratio(config):
+    (row,) = worker.run_model(config.replace(use_xla_baseline=True, backends=("torchxla_trace_once",)),
+                              "ok_mlp").rows
+    assert row["peak_host_mb"] > 100 and row["baseline_peak_host_mb"] > 100  # a process with torch
+    assert row["host_compression_ratio"] == pytest.approx(row["baseline_peak_host_mb"] / row["peak_host_mb"])
+    assert row["peak_device_mb"] is None  # PJRT CPU reports no memory: empty, not made up
+
+
+def test_host_peak_sees_a_step_that_allocates():
+    peak = probes.HostPeak()
+    if not peak.resettable:
+        pytest.skip("no /proc/self/clear_refs here")
+    peak.reset()
+    quiet = peak.peak_bytes()
+    peak.reset()
+    block = torch.ones(64 * 1024 * 1024, dtype=torch.uint8)  # 64 MiB, touched
+    del block
+    assert peak.peak_bytes() - quiet > 50 * 1024 * 1024
+
+
+# --------------------------------------------------------------------------
+# Real models (minutes on 2 cores)
+
+
+@pytest.mark.slow
+def test_bf16_resnet18_performance_and_accuracy(tmp_path, capsys):
+    common = ["--bfloat16", "--use-xla-baseline", "--backend", "torchxla_trace_once", "--only", "resnet18",
+              "--repeat", "5"]
+    perf, acc = tmp_path / "X.csv", tmp_path / "A.csv"
+    assert run(["--performance", *common, "--output", str(perf)], capsys)[0] == 0
+    (row,) = results.read_rows(perf).to_dict("records")
+    assert row["dtype"] == "bf16" and row["status"] == "pass" and row["schema_version"] == 2
+    assert row["mode"] == "inference" and row["commit"] and row["timestamp"]
+    assert run(["--accuracy", *common, "--output", str(acc)], capsys)[0] == 0
+    (row,) = results.read_rows(acc).to_dict("records")
+    assert row["accuracy"] == "pass", row
+
+
+@pytest.mark.slow
+def test_dynamic_shapes_on_resnet18_show_each_shapes_compiles(tmp_path, capsys):
+    out = tmp_path / "D.csv"
+    code, _, err = run(["--dynamic-shapes", "--batch-sizes", "1,2,4", "--use-xla-baseline",
+                        "--backend", "torchxla_trace_once,torchxla_trivial", "--only", "resnet18",
+                        "--repeat", "3", "--warmup", "1", "--output", str(out)], capsys)
+    assert code == 0, err
+    df = results.read_rows(out)
+    for backend in ("torchxla_trace_once", "torchxla_trivial"):
+        rows = df[df["backend"] == backend]
+        assert rows["batch_size"].tolist() == [1, 2, 4] and set(rows["status"]) == {"pass"}
+        assert (rows["first_call_compiles"] >= 1).all() and (rows["baseline_first_call_compiles"] >= 1).all()
