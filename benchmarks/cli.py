@@ -144,7 +144,8 @@ def _run(args: argparse.Namespace) -> int:
 
     os.environ["PJRT_DEVICE"] = DEVICES[config.device]
     print(f"{PROG}: {len(config.models)} model(s) x {', '.join(config.backends)} "
-          f"vs {config.baseline} baseline -> {config.csv_path}", file=sys.stderr)
+          f"vs {config.baseline} baseline ({config.phase}, {config.precision}, {config.dynamic} shapes) "
+          f"-> {config.csv_path}", file=sys.stderr)
     csv_path = orchestrate.run(config)
     print(orchestrate.finish(csv_path))
     print(f"\nwrote {csv_path} and {csv_path.with_suffix('.md')}", file=sys.stderr)
