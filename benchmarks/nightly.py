@@ -44,11 +44,12 @@ RESULT = "performance.csv"
 SHARDS_DIR = "shards"
 MAX_SHARDS = 64
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+SHARD_NAME = re.compile(r"^shard-\d+\.csv$")
 RESULTS_BRANCH = "nightly-results"
 # What a night keeps on the results branch (shard files and worker logs go to
 # the run's artifacts only).
 PUBLISHED = ("performance.csv", "performance.jsonl", "performance.md", "performance.png",
-             "compare.md", "compare.json", "compare.png")
+             "performance_graph_breaks.csv", "compare.md", "compare.json", "compare.png")
 # Runner flags each step sets itself.
 OWNED_FLAGS = {"--output", "--output-directory", "--resume", "--overwrite", "--backend",
                "--total-partitions", "--partition-id"}
@@ -183,7 +184,9 @@ def shard(args: argparse.Namespace) -> int:
 
 def merge(args: argparse.Namespace) -> int:
     """Join the night's shards into its performance.csv (replacing an earlier merge)."""
-    shards = sorted(night_dir(args.root, args.date).glob(f"{SHARDS_DIR}/shard-*.csv"))
+    # Only the shards' result CSVs: other CSVs beside them (graph breaks) are theirs to merge.
+    shards = sorted(p for p in night_dir(args.root, args.date).glob(f"{SHARDS_DIR}/shard-*.csv")
+                    if SHARD_NAME.match(p.name))
     if not shards:
         raise NightlyError(f"no shards under {night_dir(args.root, args.date) / SHARDS_DIR}")
     from benchmarks import merge as merge_mod

@@ -130,7 +130,10 @@ def test_shard_bad_input_is_exit_2(tmp_path, capsys, argv, message):
 
 
 def test_merge_joins_the_shards(tmp_path):
-    split_into_shards(FIXTURES / "new.csv", tmp_path / "2026-01-02" / "shards")
+    shards = split_into_shards(FIXTURES / "new.csv", tmp_path / "2026-01-02" / "shards")
+    # A run also writes a graph-break CSV beside its CSV: not a shard of its own.
+    columns = ",".join(results.GRAPH_BREAK_COLUMNS)
+    results.graph_breaks_path(shards[0]).write_text(columns + "\n")
     assert nightly.main(["merge", "--root", str(tmp_path), "--date", "2026-01-02"]) == 0
     merged = results.read_rows(tmp_path / "2026-01-02" / "performance.csv")
     expected = results.read_rows(FIXTURES / "new.csv")
