@@ -137,8 +137,8 @@ def build(gm, args):
             eager |= set(fallbacks)
         if eager:
             return _split(gm, eager, fallbacks)
-        plan = make_plan(trace)
-        return Replay(gm, plan, compile_results(plan.results, trace.arg_handles, len(args)))
+        plan, results = make_plan(trace)
+        return Replay(gm, plan, compile_results(results, trace.arg_handles, len(args)))
 
 
 def _split(gm, eager: set, fallbacks: dict) -> Partitioned:

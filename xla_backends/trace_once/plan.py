@@ -53,7 +53,7 @@ class View:
 
 @dataclass
 class Plan:
-    results: list  # trace tensors the executable computes, deduplicated
+    n_results: int  # values the executable computes, deduplicated
     outputs: list  # Value per output leaf
     out_spec: object
     copy_backs: list  # (arg index, Value) per argument updated in place
@@ -64,7 +64,7 @@ class Plan:
     def direct(self) -> bool:
         """The outputs are exactly the results, in order, and nothing is copied back."""
         return not self.copy_backs and self.outputs == [
-            Value(Source.RESULT, i) for i in range(len(self.results))]
+            Value(Source.RESULT, i) for i in range(self.n_results)]
 
     def before_call(self) -> list[int]:
         """Arguments whose value from before the call some output or copy-back needs."""
@@ -72,7 +72,10 @@ class Plan:
         return sorted({v.payload for v in values if v.source is Source.COPY})
 
 
-def make_plan(trace: Trace) -> Plan:
+def make_plan(trace: Trace) -> tuple[Plan, list]:
+    """The plan, and the trace tensors the executable must compute (to be
+    compiled, then dropped: kept alive, their pending IR would be run by the
+    caller's next ``sync`` and would pin buffers XLA may donate)."""
     shadows = trace.shadows
     arg_of_shadow = {id(shadows[i]): i for i in trace.arg_handles}
     arg_of_handle = {h: i for i, h in trace.arg_handles.items()}
@@ -129,7 +132,8 @@ def make_plan(trace: Trace) -> Plan:
                 first_source[src] = n
         outputs.append(src)
     copy_backs = [(i, value_source(shadows[i])) for i in trace.updated_in_place()]
-    return Plan(results, outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles))
+    plan = Plan(len(results), outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles))
+    return plan, results
 
 
 def _leaves(out):

@@ -127,8 +127,8 @@ class Replay:
     def _retrace(self, args) -> None:
         with tracing(self._device, args):
             trace = run(self.gm, args)
-            plan = make_plan(trace)
-            self._install(plan, compile_results(plan.results, trace.arg_handles, len(args)))
+            plan, results = make_plan(trace)
+            self._install(plan, compile_results(results, trace.arg_handles, len(args)))
 
     def _outputs(self, args, results):
         plan = self.plan

@@ -1,0 +1,493 @@
+"""The bridge on programs written to break it, each checked against eager
+(or lazy XLA) call after call.
+
+The first group are regressions found by others' programs and torch_xla's own
+dynamo tests; the second are adversarial cases of our own: views, aliases,
+dtypes, sizes, modes and state a user's code can throw at a graph.
+
+``BACKEND`` can be pointed at another backend to compare
+(``TRACE_ONCE_EDGES_BACKEND=openxla_eval pytest tests/test_trace_once_edges.py``);
+the README's known-limits list says where torch_xla's own bridge differs.
+"""
+import os
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import xla_backends  # noqa: F401 - registers the backends
+
+BACKEND = os.environ.get("TRACE_ONCE_EDGES_BACKEND", "torchxla_trace_once")
+
+
+def _randn(*shape, seed, dtype=torch.float32):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+def _compile(fn, **kwargs):
+    return torch.compile(fn, backend=BACKEND, **kwargs)
+
+
+@pytest.fixture
+def bridge():
+    from torch._dynamo.utils import counters
+
+    counters["trace_once"].clear()
+    return counters["trace_once"]
+
+
+@pytest.fixture
+def quiet():
+    """Our partition warnings are expected in some tests."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+# --- regressions ------------------------------------------------------------------
+
+
+def test_next_lazy_random_op_does_not_repeat_the_graphs_numbers(xla):
+    compiled = _compile(lambda x: torch.rand_like(x))
+    x = torch.ones(64, device=xla)
+    compiled(x)
+    ours = compiled(x).cpu()
+    lazy = torch.rand_like(x).cpu()
+    assert not torch.equal(ours, lazy)
+
+
+def test_compiled_random_numbers_equal_lazy_ones_from_the_same_seed(xla):
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    f = lambda x: x + torch.rand_like(x)  # noqa: E731
+    compiled = _compile(f)
+    x = torch.zeros(32, device=xla)
+    compiled(x)  # build
+    draws = []
+    for seed in (77, 78, 77):
+        xm.set_rng_state(seed)
+        ours = compiled(x).cpu()
+        xm.set_rng_state(seed)
+        lazy = f(x)
+        torch_xla.sync()
+        torch.testing.assert_close(ours, lazy.cpu())
+        draws.append(ours)
+    assert not torch.equal(draws[0], draws[1])
+
+
+def test_random_graph_after_pending_lazy_random_ops_draws_new_numbers(xla):
+    compiled = _compile(lambda x: torch.rand_like(x))
+    x = torch.ones(64, device=xla)
+    compiled(x)
+    pending = torch.rand_like(x)  # lazy, not yet run
+    ours = compiled(x)
+    assert not torch.equal(pending.cpu(), ours.cpu())
+
+
+def test_training_backend_does_not_repeat_dropout_masks_in_lazy_code(xla):
+    import torch_xla
+
+    model = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5)).to(xla).train()
+    compiled = torch.compile(model, backend="aot_torchxla_trace_once")
+    x = torch.ones(8, 16, device=xla)
+    compiled(x).sum().backward()
+    torch_xla.sync()
+    ours = compiled(x)
+    lazy = F.dropout(torch.ones_like(ours), 0.5, training=True)
+    torch_xla.sync()
+    assert not torch.equal(ours.cpu() == 0, lazy.cpu() == 0)
+
+
+def test_host_scalar_argument_gives_a_device_result_that_follows_it(xla):
+    compiled = _compile(lambda x, s: x * s)
+    x = torch.ones(2, device=xla)
+    for s in (3.0, 5.0, -1.0):
+        out = compiled(x, torch.tensor(s))
+        assert out.device.type == "xla"
+        torch.testing.assert_close(out.cpu(), torch.full((2,), s))
+
+
+class MovesItsInput(nn.Module):
+    """An XLA model that receives a CPU batch and moves it in ``forward``."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        x = x.to(self.fc.weight.device)
+        x.mul_(2)  # on the device copy: the caller's CPU batch stays as it was
+        return self.fc(x).relu()
+
+
+def test_cpu_batch_moved_inside_forward(xla, quiet):
+    eager = MovesItsInput()
+    compiled = _compile(MovesItsInput().to(xla))
+    with torch.no_grad():
+        for call in range(3):
+            x = _randn(2, 4, seed=call)
+            kept = x.clone()
+            out = compiled(x)
+            assert out.device.type == "xla"
+            torch.testing.assert_close(out.cpu(), eager(x.clone()), atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(x, kept)
+
+
+def test_host_round_trip_inside_the_graph_is_not_frozen(against_eager, xla, quiet):
+    against_eager(BACKEND, lambda x: (x.cpu() * 2).to(x.device) + 1,
+                  lambda call: (torch.full((3,), float(call)),), calls=4)
+
+
+def test_round_trip_with_in_place_update_and_random_op(xla, quiet):
+    def f(x, buf):
+        buf.add_(1)
+        host = (x * 2).cpu()
+        noise = torch.rand_like(x)
+        return host.to(x.device) + buf.sum() + noise * 0
+
+    compiled = _compile(f)
+    buf = torch.zeros(2, device=xla)
+    for call in range(3):
+        x = torch.full((2,), float(call), device=xla)
+        torch.testing.assert_close(compiled(x, buf).cpu(), torch.full((2,), 2.0 * call + 2 * (call + 1)))
+        torch.testing.assert_close(buf.cpu(), torch.full((2,), call + 1.0))
+
+
+def _mul_then_read_other(a, b):
+    a.mul_(2)
+    return b + 1
+
+
+@pytest.mark.parametrize("alias", ["detach", "view", "none"])
+def test_arguments_that_alias_each_other(xla, alias):
+    """dynamo does not guard on aliasing: calls alternate between aliased and
+    separate arguments, and each must see eager's result."""
+    compiled = _compile(_mul_then_read_other)
+    make = {"detach": lambda a: a.detach(), "view": lambda a: a.view(3), "none": lambda a: a.clone()}
+    for call in range(4):
+        aliased = call % 2 == (0 if alias != "none" else 1)
+        a_cpu, a = torch.full((3,), 1.0 + call), torch.full((3,), 1.0 + call, device=xla)
+        b_cpu = make[alias](a_cpu) if aliased else a_cpu.clone()
+        b = make[alias](a) if aliased else a.clone()
+        want = _mul_then_read_other(a_cpu, b_cpu)
+        torch.testing.assert_close(compiled(a, b).cpu(), want, msg=f"call {call}")
+        torch.testing.assert_close(a.cpu(), a_cpu)
+        torch.testing.assert_close(b.cpu(), b_cpu)
+
+
+def test_eviction_does_not_change_seeded_random_numbers():
+    """Four graphs alternated through a cache with room for two: every call
+    re-compiles, and a seeded random graph still draws lazy XLA's numbers."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import torch, torch_xla, xla_backends
+        import torch_xla.core.xla_model as xm
+        from torch._dynamo.utils import counters
+        dev = torch_xla.device()
+        x = torch.zeros(16, device=dev)
+        noisy = lambda x: x + torch.rand_like(x)
+        fns = [torch.compile(noisy, backend="torchxla_trace_once")]
+        fns += [torch.compile(lambda x, k=k: (x + k).sin() * k, backend="torchxla_trace_once")
+                for k in (1, 2, 3)]
+        bad = 0
+        for step in range(3):
+            for n, fn in enumerate(fns):
+                if n == 0:
+                    xm.set_rng_state(100 + step)
+                    ours = fn(x).cpu()
+                    xm.set_rng_state(100 + step)
+                    lazy = noisy(x)
+                    torch_xla.sync()
+                    bad += not torch.equal(ours, lazy.cpu())
+                else:
+                    fn(x).cpu()
+        print("retraces", counters["trace_once"]["retraces"], "mismatches", bad)
+    """)
+    env = dict(os.environ, PJRT_DEVICE="CPU", XLA_COMPILATION_CACHE_SIZE="2")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    words = done.stdout.split()
+    assert words[-1] == "0", done.stdout
+    assert int(words[-3]) > 0, f"no eviction happened: {done.stdout}"
+
+
+def test_in_place_update_before_an_op_without_lowering(against_eager, quiet):
+    def f(x):
+        x.add_(1)
+        return x.median()
+
+    against_eager(BACKEND, f, lambda call: (_randn(7, seed=call),))
+
+
+def test_reader_before_and_after_an_update_across_a_partition(against_eager, quiet):
+    def f(x, y):
+        before = x.median()
+        x.mul_(y)
+        after = x.median()
+        y.add_(x.sum())
+        return before, after, x * 2, torch.histc(y, bins=3, min=-10, max=10)
+
+    against_eager(BACKEND, f, lambda call: (_randn(5, seed=call), _randn(5, seed=call + 9)))
+
+
+def _edit_and_compare(compiled, fn, make, xla, calls=3):
+    """Call both, then edit every output in place: eager's inputs and ours
+    must change (or not) alike."""
+    for call in range(calls):
+        eager_in = make(call)
+        ours_in = tuple(t.to(xla) for t in eager_in)
+        want, got = fn(*eager_in), compiled(*ours_in)
+        want = want if isinstance(want, tuple) else (want,)
+        got = got if isinstance(got, tuple) else (got,)
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g.cpu(), w, msg=f"call {call}: output")
+        with torch.no_grad():
+            for t in (*want, *got):
+                t.add_(100)
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g.cpu(), w, msg=f"call {call}: output after the edit")
+        for e, o in zip(eager_in, ours_in):
+            torch.testing.assert_close(o.cpu(), e, msg=f"call {call}: input after the edit")
+
+
+def test_alias_of_an_input_updated_in_place(xla):
+    def f(x):
+        x.add_(1)
+        return x.detach()
+
+    _edit_and_compare(_compile(f), f, lambda call: (_randn(3, seed=call),), xla)
+
+
+def test_view_outputs_edited_by_the_caller(xla):
+    def f(x, y):
+        x.mul_(2)
+        z = y * 3
+        return x[0], y.t(), z, z[1:], x.view(-1)[2:]
+
+    _edit_and_compare(_compile(f), f, lambda call: (_randn(2, 3, seed=call), _randn(3, 3, seed=call + 1)),
+                      xla)
+
+
+def test_inference_backend_warns_when_gradients_are_wanted(xla):
+    model = nn.Linear(3, 2).to(xla)
+    compiled = _compile(model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = compiled(torch.ones(1, 3, device=xla))
+    ours = [w for w in caught if "aot_torchxla_trace_once" in str(w.message)]
+    assert len(ours) == 1, [str(w.message) for w in caught]
+    assert ours[0].filename == __file__, "the warning should point at the caller's code"
+    assert out.grad_fn is None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            _compile(nn.Linear(3, 2).to(xla))(torch.ones(1, 3, device=xla))
+    assert not [w for w in caught if "aot_torchxla_trace_once" in str(w.message)]
+
+
+def test_first_call_inside_a_profiler_scope(xla):
+    import torch_xla.debug.profiler as xp
+
+    compiled = _compile(lambda a: torch.sin(a) + a)
+    t = torch.randn(2, 3, device=xla)
+    want = t.cpu()
+    for _ in range(3):
+        with xp.Trace("build_graph"):
+            t = compiled(t)
+        want = torch.sin(want) + want
+    torch.testing.assert_close(t.cpu(), want)
+
+
+def test_training_steps_replay_without_retries(xla, bridge):
+    """Parameters updated lazily by the optimizer between steps are pending
+    inputs of the forward graph: they are computed up front once learned,
+    so steady state is one run per graph per step and no failed attempt."""
+    import torch_xla
+    import torch_xla.debug.metrics as met
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).to(xla)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    compiled = torch.compile(model, backend="aot_torchxla_trace_once")
+    x = torch.randn(4, 8, device=xla)
+
+    def step():
+        opt.zero_grad()
+        compiled(x).pow(2).mean().backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    torch_xla.sync()
+    retries = bridge["pending_input_retries"]
+    met.clear_all()
+    for _ in range(5):
+        step()
+    torch_xla.sync()
+    assert bridge["pending_input_retries"] == retries
+    assert met.metric_data("RunCachedGraphInputData")[0] == 5 * 2
+
+
+# --- adversarial cases of our own ---------------------------------------------------
+
+
+def test_strided_and_transposed_inputs(against_eager):
+    against_eager(BACKEND, lambda x, y: (x @ y, x.t().contiguous() * 2),
+                  lambda call: (_randn(4, 3, seed=call).t(), _randn(4, 2, seed=call + 1)))
+
+
+def test_input_that_is_a_view_of_another_input(xla):
+    def f(x, row):
+        x.add_(1)
+        return row * 2, x.sum()
+
+    compiled = _compile(f)
+    for call in range(3):
+        base_cpu = _randn(3, 4, seed=call)
+        base = base_cpu.to(xla)
+        want = f(base_cpu, base_cpu[1])
+        got = compiled(base, base[1])
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.cpu(), w)
+        torch.testing.assert_close(base.cpu(), base_cpu)
+
+
+def test_zero_size_and_zero_dim_tensors(against_eager):
+    against_eager(BACKEND, lambda x, s, e: (x * s, e.sum() + s, e * 2),
+                  lambda call: (_randn(3, seed=call), torch.tensor(float(call)), torch.zeros(0, 4)))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.bfloat16])
+def test_integer_bool_and_bf16_inputs(against_eager, dtype):
+    def make(call):
+        if dtype is torch.bool:
+            return (_randn(6, seed=call) > 0, _randn(6, seed=call + 1) > 0)
+        if dtype is torch.int64:
+            return (torch.arange(6) * (call + 1), torch.arange(6) - call)
+        return (_randn(6, seed=call, dtype=dtype), _randn(6, seed=call + 1, dtype=dtype))
+
+    def f(a, b):
+        if dtype is torch.bool:
+            return a & b, (a | b).sum()
+        return a * b + 1, a.max()
+
+    against_eager(BACKEND, f, make, atol=1e-2, rtol=1e-2)
+
+
+SCALE = 2.0
+
+
+def test_global_rebound_between_calls(xla):
+    global SCALE
+
+    compiled = _compile(lambda x: x * SCALE)
+    x = torch.ones(2, device=xla)
+    for value in (2.0, 3.0, 2.0):
+        SCALE = value
+        torch.testing.assert_close(compiled(x).cpu(), torch.full((2,), value))
+    SCALE = 2.0
+
+
+def test_module_attribute_and_parameter_data_replaced(xla):
+    torch.manual_seed(0)
+    model = nn.Linear(3, 3).to(xla)
+    model.scale = 1.0
+    compiled = _compile(lambda x: model(x) * model.scale)
+    x = torch.ones(1, 3, device=xla)
+    with torch.no_grad():
+        for call in range(4):
+            model.scale = float(call % 2 + 1)
+            model.weight.data = torch.full((3, 3), float(call), device=xla)
+            want = (x.cpu() @ torch.full((3, 3), float(call)).t() + model.bias.cpu()) * model.scale
+            torch.testing.assert_close(compiled(x).cpu(), want)
+
+
+def test_inference_mode_and_no_grad(xla):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh()).to(xla)
+    eager = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    eager.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+    compiled = _compile(model)
+    for call in range(3):
+        x = _randn(2, 4, seed=call)
+        with torch.inference_mode():
+            got = compiled(x.to(xla))
+        with torch.no_grad():
+            want = eager(x)
+        torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_autocast_on_the_device(xla):
+    torch.manual_seed(0)
+    model = nn.Linear(8, 4).to(xla)
+    compiled = _compile(model)
+    with torch.no_grad():
+        for call in range(3):
+            x = _randn(2, 8, seed=call).to(xla)
+            with torch.autocast("xla", dtype=torch.bfloat16):
+                got = compiled(x)
+                want = model(x)
+            assert got.dtype == want.dtype == torch.bfloat16
+            torch.testing.assert_close(got.cpu(), want.cpu(), atol=1e-2, rtol=1e-2)
+
+
+def test_graph_breaks_with_state_across_them(against_eager):
+    def f(x, buf):
+        buf.add_(x.sum())
+        y = x * buf[0]
+        print(end="")  # a graph break
+        buf.mul_(0.5)
+        return y + buf.sum()
+
+    against_eager(BACKEND, f, lambda call: (_randn(3, seed=call), torch.ones(2)), calls=4)
+
+
+def test_many_dynamic_sizes(xla):
+    compiled = _compile(lambda x: (x.sin() * x.shape[0]).sum(0))
+    for n in (2, 3, 5, 8, 13, 2, 5):
+        x = _randn(n, 3, seed=n)
+        xx = x.to(xla)
+        torch._dynamo.mark_dynamic(xx, 0)
+        torch.testing.assert_close(compiled(xx).cpu(), (x.sin() * n).sum(0), atol=1e-5, rtol=1e-5)
+
+
+def test_chained_calls_on_pending_outputs(xla):
+    compiled = _compile(lambda x: x * 2 + 1)
+    x_cpu = _randn(4, seed=0)
+    x = x_cpu.to(xla)
+    for _ in range(5):  # each call's input is the previous output, still pending
+        x = compiled(x) - 1
+        x_cpu = x_cpu * 2 + 1 - 1
+    torch.testing.assert_close(x.cpu(), x_cpu)
+
+
+def test_two_thousand_parameters(xla):
+    class Wide(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ps = nn.ParameterList(nn.Parameter(torch.full((2,), i / 1000)) for i in range(2000))
+
+        def forward(self, x):
+            total = x
+            for p in self.ps:
+                total = total + p
+            return total
+
+    model = Wide().to(xla)
+    compiled = _compile(model)
+    with torch.no_grad():
+        x = torch.zeros(2, device=xla)
+        want = sum(i / 1000 for i in range(2000))
+        for call in range(2):
+            torch.testing.assert_close(compiled(x + call).cpu(), torch.full((2,), want + call),
+                                       atol=1e-3, rtol=1e-4)
+            model.ps[0].add_(1)
+            want += 1
