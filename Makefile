@@ -13,7 +13,7 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--backend=torchxla_trivial,torchxla_trace_once --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install bench bench-all test test-all bench-overhead nightly clean browser dashboard \
+.PHONY: install bench bench-all test test-all test-torch-xla bench-overhead nightly clean browser dashboard \
 	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish
 
 install: $(STAMP)
@@ -33,6 +33,10 @@ bench-all: install
 
 bench-overhead: install
 	$(PY) -m benchmarks.overhead
+
+# torch_xla's own dynamo tests (../shared/peer), pointed at our backends.
+test-torch-xla: install
+	$(PY) -m pytest tests/test_torch_xla_suite.py
 
 test: install browser
 	$(PY) -m pytest -m "not slow"
