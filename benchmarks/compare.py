@@ -86,9 +86,7 @@ MARKS = (SLOWER, NEW_FAILURE, REMOVED, INCONCLUSIVE, FASTER, FIXED, NO_CHANGE, S
 MEASURED_MARKS = frozenset({SLOWER, FASTER, NO_CHANGE})
 
 SETTINGS = results.SETTING_COLUMNS
-# Optional row columns that tell runs apart in a header (written by some
-# harness versions); a column is used when all rows of a run agree on it.
-RUN_TAG_COLUMNS = ("date", "commit")
+COMMIT_CHARS = 7  # a commit as a header shows it
 NAN = float("nan")
 
 
@@ -285,13 +283,18 @@ def _load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], _Side]
 
 
 def _run_tag(df: pd.DataFrame) -> str:
-    """``"date 2026-01-02, commit 1a2b3c4"`` from row columns all rows agree on."""
+    """``"2026-01-02, commit 1a2b3c4"``: the day the run started (its rows'
+    ``timestamp``) and the commit it ran, when the rows carry them."""
     parts = []
-    for column in RUN_TAG_COLUMNS:
-        if column in df:
-            values = df[column].dropna().astype(str).unique()
-            if len(values) == 1:
-                parts.append(f"{column} {values[0]}")
+    if "timestamp" in df:
+        days = df["timestamp"].dropna().astype(str).str[:10]
+        if not days.empty:
+            parts.append(days.min())
+    if "commit" in df:
+        commits = sorted({str(c)[:COMMIT_CHARS] for c in df["commit"].dropna() if str(c) != "unknown"})
+        if commits:
+            # Shards merged from different checkouts: worth seeing in a header.
+            parts.append(("commit " if len(commits) == 1 else "commits ") + ", ".join(commits))
     return ", ".join(parts)
 
 

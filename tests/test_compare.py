@@ -275,17 +275,19 @@ def test_same_named_files_are_told_apart(tmp_path):
 
 
 def test_labels_carry_date_and_commit_when_rows_do(tmp_path):
-    def tagged(path, date, commit):
-        text = OLD.read_text().splitlines()
-        lines = [text[0] + ",date,commit"] + [line + f",{date},{commit}" for line in text[1:]]
-        path.write_text("\n".join(lines) + "\n")
+    def tagged(path, timestamps, commits):
+        df = results.read_rows(OLD)
+        df["timestamp"] = [timestamps[i % len(timestamps)] for i in range(len(df))]
+        df["commit"] = [commits[i % len(commits)] for i in range(len(df))]
+        df.to_csv(path, index=False)
         shutil.copy(results.samples_path(OLD), results.samples_path(path))
         return path
 
-    comparison = compare.compare(tagged(tmp_path / "a.csv", "2026-01-01", "abc1234"),
-                                 tagged(tmp_path / "b.csv", "2026-01-02", "def5678"))
-    assert comparison.old_label == "a.csv (date 2026-01-01, commit abc1234)"
-    assert comparison.new_label == "b.csv (date 2026-01-02, commit def5678)"
+    night = ["2026-01-01T23:59:00+00:00", "2026-01-02T00:10:00+00:00"]  # a run across midnight
+    comparison = compare.compare(tagged(tmp_path / "a.csv", night, ["abc1234ffff", "unknown"]),
+                                 tagged(tmp_path / "b.csv", ["2026-01-02T01:00:00+00:00"], ["def5678", "0123456"]))
+    assert comparison.old_label == "a.csv (2026-01-01, commit abc1234)"
+    assert comparison.new_label == "b.csv (2026-01-02, commits 0123456, def5678)"
 
 
 # --------------------------------------------------------------------------

@@ -305,7 +305,9 @@ def test_second_night_compares_with_the_first(two_nights):
     assert second.returncode == 0, second.stdout + second.stderr
     night = root / "2026-01-02"
     markdown = (night / "compare.md").read_text()
-    assert "steady" in markdown and "2026-01-01/performance.csv → 2026-01-02/performance.csv" in markdown
+    assert "steady" in markdown
+    # Named by folder, and by the day and commit the rows carry.
+    assert "old: `2026-01-01/performance.csv (" in markdown and "new: `2026-01-02/performance.csv (" in markdown
     assert json.loads((night / "compare.json").read_text())["exit_code"] == 0
     with Image.open(night / "compare.png") as png:
         assert png.format == "PNG" and png.size[0] > 0
