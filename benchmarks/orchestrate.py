@@ -101,7 +101,12 @@ def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
                 _kill_group(proc)
                 _keep_log(config, name, log)
                 return worker.failed(config, base, "timeout", f"no result after {config.timeout:g} s")
-        if code == 0 and out.exists():
+        # The worker writes its result last, in one rename: if it is there, the
+        # rows are whole, whatever the exit code says. (torch_xla's exit handler
+        # exits with 1 when work a failed backend left pending fails at exit.)
+        if out.exists():
+            if code != 0:
+                _keep_log(config, name, log)
             data = json.loads(out.read_text())
             return worker.ModelResult(data["rows"], data["samples"], data.get("graph_breaks", []))
         tail = _tail(log)

@@ -208,3 +208,15 @@ def test_a_package_without_the_interface_is_refused(tmp_path, monkeypatch):
             suite.list_models("torchbench")
     finally:
         _forget_torchbenchmark()
+
+
+def test_a_worker_failing_at_exit_keeps_its_rows(torchbench, tmp_path, monkeypatch):
+    # The rows were written before the exit handler failed: they stand.
+    from benchmarks import orchestrate
+
+    monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))  # for the worker process
+    config = RunConfig(suite="torchbench", backends=("eager",), repeat=1, warmup=1,
+                       output=str(tmp_path / "out.csv"))
+    (row,) = orchestrate.run_isolated(config, "fails_at_exit").rows
+    assert row["status"] == "pass"
+    assert (tmp_path / "out.logs" / "fails_at_exit.log").exists()  # kept, for debugging
