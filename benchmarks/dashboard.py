@@ -119,7 +119,8 @@ def load_history(nights: Sequence[Night]) -> pd.DataFrame:
                 warnings.simplefilter("ignore")  # a torn last line: the night is still shown
                 frames.append((index, results.read_rows(night.folder / RESULT)))
         except (OSError, ValueError) as err:
-            _warn(f"{night.folder / RESULT}: unreadable ({str(err).splitlines()[0]}); night skipped")
+            detail = (str(err).splitlines() or [type(err).__name__])[0]
+            _warn(f"{night.folder / RESULT}: unreadable ({detail}); night skipped")
     if not frames:
         raise DashboardError("no night could be read")
     return combine(frames)
@@ -140,6 +141,8 @@ def series_labels(history: pd.DataFrame) -> pd.Series:
     batch size, ...; ``results.SETTING_COLUMNS``) that differ within the
     history, so that two settings of one backend never share a line:
     ``"openxla_eval"`` or ``"openxla_eval [dtype=bf16]"``."""
+    if history.empty:
+        return pd.Series([], index=history.index, dtype=object)
     # One experiment_key per distinct key (it normalises: an older row gets
     # the settings it implied), not per row: a year has 58,000 rows.
     columns = [c for c in (*results.KEY_COLUMNS, "schema_version") if c in history]

@@ -177,6 +177,15 @@ def test_skipped_night_is_warned_about(tmp_path, capsys):
     assert "2025-03-02/performance.csv: unreadable" in err
 
 
+def test_nights_without_rows_still_make_a_page(tmp_path):
+    """Every night's run had no model (an empty selection): a page, no lines."""
+    for date in ("2025-01-01", "2025-01-02"):
+        (tmp_path / "n" / date).mkdir(parents=True)
+        (tmp_path / "n" / date / "performance.csv").write_text(",".join(results.CSV_COLUMNS) + "\n")
+    index = dashboard.build(tmp_path / "n", tmp_path / "site")
+    assert "2 nights (2025-01-01 to 2025-01-02), 0 models" in index.read_text()
+
+
 @pytest.mark.parametrize("case, message", [
     ("missing", "no such folder"),
     ("empty", "no nights found"),
