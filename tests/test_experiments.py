@@ -287,3 +287,10 @@ def test_dynamic_shapes_on_resnet18_show_each_shapes_compiles(tmp_path, capsys):
         rows = df[df["backend"] == backend]
         assert rows["batch_size"].tolist() == [1, 2, 4] and set(rows["status"]) == {"pass"}
         assert (rows["first_call_compiles"] >= 1).all() and (rows["baseline_first_call_compiles"] >= 1).all()
+
+
+def test_accuracy_checks_every_batch_size_of_a_cycle(config):
+    rows = worker.run_model(config.replace(mode="accuracy", batch_sizes=(1, 3), dynamic_shapes=True,
+                                           backends=("torchxla_trace_once",)), "ok_mlp").rows
+    assert [(r["batch_size"], r["dynamic"], r["accuracy"]) for r in rows] == [
+        (1, "dynamic", "pass"), (3, "dynamic", "pass")], rows
