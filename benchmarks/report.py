@@ -160,8 +160,9 @@ def groups(df: pd.DataFrame) -> list[pd.DataFrame]:
     columns = [c for c in GROUP_COLUMNS if c in df]
     if not columns or df.empty:
         return [df]
-    labels = df[columns].astype("object").where(df[columns].notna(), None).apply(tuple, axis=1)
-    return [df[labels == label] for label in pd.unique(labels)]
+    labels = [tuple(None if pd.isna(v) else v for v in values)
+              for values in df[columns].itertuples(index=False)]
+    return [df[[label == wanted for label in labels]] for wanted in dict.fromkeys(labels)]
 
 
 def title_suffix(df: pd.DataFrame) -> str:
