@@ -28,6 +28,7 @@ placed copies.
 from __future__ import annotations
 
 import copy
+import sys
 
 import torch
 import torch._dynamo
@@ -171,6 +172,16 @@ def _xla_device() -> torch.device:
     import torch_xla
 
     return torch_xla.device()
+
+
+def seed_device(seed: int) -> None:
+    """Seed the XLA device's generator as well: ``torch.manual_seed`` leaves it
+    alone, so two runs of a model that draws random numbers on the device (the
+    hashing rotations of hf_Reformer) would differ."""
+    if "torch_xla" in sys.modules:
+        import torch_xla.core.xla_model as xm
+
+        xm.set_rng_state(seed)
 
 
 def sync_device() -> None:

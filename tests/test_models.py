@@ -65,6 +65,8 @@ def test_tiny_variant_builds_and_runs(name):
     with torch.no_grad():
         out = inputs.call(bench.module)
     assert _finite(out), f"{name}: no finite floating-point output"
+    # Tensors only (no kv-cache objects): outputs a harness can compare.
+    assert all(isinstance(leaf, torch.Tensor) or leaf is None for leaf in pytree.tree_leaves(out))
     # Fresh inputs: same structure, shapes and dtypes; other values.
     fresh = bench.random_inputs(torch.Generator().manual_seed(1234))
     assert pytree.tree_structure(fresh) == pytree.tree_structure(inputs)

@@ -22,11 +22,10 @@ def _build(auto_class: str, config_class: str, config: dict):
     # transformers takes seconds to import: only when a model is built.
     import transformers
 
-    model = getattr(transformers, auto_class).from_config(
-        getattr(transformers, config_class)(**config))
-    if hasattr(model.config, "use_cache"):
-        model.config.use_cache = False  # TorchBench turns the kv-cache off
-    return model
+    # TorchBench turns the kv-cache off. In the config itself: submodules (a
+    # T5 decoder stack) keep copies of it made at construction.
+    return getattr(transformers, auto_class).from_config(
+        getattr(transformers, config_class)(**{"use_cache": False, **config}))
 
 
 def _spec(name, auto_class, config_class, config, vocab, seq_len, features) -> ModelSpec:
