@@ -99,8 +99,17 @@ def run_model(config: RunConfig, name: str) -> ModelResult:
     if skip:
         return failed(config, bases, "skipped", skip)
     if config.mode == "accuracy":
-        return _run_accuracy(config, benches[0], settings, bases[0])
+        return _join([_run_accuracy(config, bench, settings, base) for bench, base in zip(benches, bases)])
     return _run_performance(config, benches, bases)
+
+
+def _join(parts: list["ModelResult"]) -> "ModelResult":
+    joined = ModelResult()
+    for part in parts:
+        joined.rows += part.rows
+        joined.samples += part.samples
+        joined.graph_breaks += part.graph_breaks
+    return joined
 
 
 def failed(config: RunConfig, base: dict | list[dict], status: str, error) -> ModelResult:
@@ -306,6 +315,8 @@ def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult
     from the same torch seed.
     """
     inputs = bench.example_inputs()
+    if config.dynamic_shapes:
+        inputs = mark_batch_dynamic(inputs, bench.batch_size)
     tolerance = settings.tolerance(xla=config.use_xla_baseline, dtype=config.precision)
     try:
         baseline = _baseline_runner(config, bench.module)
