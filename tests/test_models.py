@@ -275,3 +275,26 @@ def test_seed_bert_outputs_log_probabilities():
     assert next_sentence.shape == (1, 2) and masked_lm.shape == (1, 128, 20000)
     assert torch.allclose(next_sentence.exp().sum(-1), torch.ones(1))
     assert torch.allclose(masked_lm.exp().sum(-1), torch.ones(1, 128), atol=1e-4)
+
+
+# Models whose forward reads a tensor's value (``.item()``), which the meta
+# device can't give: their full size runs for real.
+NEEDS_VALUES = {"hf_Bart", "hf_BigBird", "hf_GPT2", "hf_GPT2_large", "hf_Longformer",
+                "hf_Reformer", "speech_transformer"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ALL)
+def test_accelerator_variant_has_consistent_shapes(name):
+    # TorchBench's sizes, at batch 1: on the meta device (shapes only, no
+    # memory, no arithmetic) where the model allows it.
+    spec = MODELS[name].variant("accelerator")
+    device = "cpu" if name in NEEDS_VALUES else "meta"
+    torch.manual_seed(0)
+    with torch.device(device):
+        module = spec.build().eval()
+        inputs = spec.make_inputs(1)
+    with torch.no_grad():
+        out = inputs.call(module)
+    floats = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    assert floats and all(t.shape[0] == 1 for t in floats if t.ndim)
