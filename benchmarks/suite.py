@@ -167,8 +167,9 @@ def load(name: str, batch_size: int | None, seed: int = 0, suite: str = "builtin
 
     Built-in models are built with torch seeded by ``seed`` (the same weights
     and inputs from run to run), in the variant of the device ``profile``
-    ("cpu": reduced sizes, "accelerator": TorchBench's); with ``training``,
-    their inputs are those of a training step (labels included).
+    ("cpu": reduced sizes, "accelerator": TorchBench's, "tiny": for tests);
+    with ``training``, their inputs are those of a training step (labels
+    included).
 
     A TorchBench model is built as TorchBench's ``Model(test="train"|"eval")``;
     ``batch_size=None`` lets TorchBench choose (as it must for models that
