@@ -1,6 +1,7 @@
 """Tests of benchmarks.results: schema, round trips and crash safety."""
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -44,7 +45,13 @@ def test_column_order_starts_with_dynamo_harness_columns():
     ]
     # Optional columns all come after the required ones.
     assert results.CSV_COLUMNS[:len(required)] == required
-    assert results.SCHEMA_VERSION == 2
+    assert results.SCHEMA_VERSION >= 2
+
+
+def test_every_schema_version_has_a_line_in_the_history():
+    source = Path(results.__file__).read_text()
+    documented = [int(n) for n in re.findall(r"^# (\d+) -- ", source, flags=re.MULTILINE)]
+    assert documented == list(range(1, results.SCHEMA_VERSION + 1))
 
 
 def test_round_trip_keeps_values_and_types(tmp_path):
@@ -56,7 +63,7 @@ def test_round_trip_keeps_values_and_types(tmp_path):
     assert df["name"].tolist() == ["alexnet", "resnet18"]
     assert df["batch_size"].tolist() == [8, 16]
     assert df["speedup"].tolist() == [1.25, 1 / 3]  # exact: floats written with repr
-    assert df["schema_version"].tolist() == [2, 2]  # filled in by the writer
+    assert df["schema_version"].tolist() == [results.SCHEMA_VERSION] * 2  # filled in by the writer
     assert str(df["batch_size"].dtype) == "Int64"
     assert df["speedup"].dtype == np.float64
 
@@ -82,7 +89,7 @@ def test_header_written_into_existing_empty_file(tmp_path):
 def test_missing_keys_are_empty_cells(tmp_path):
     path = tmp_path / "run.csv"
     results.append_rows(path, [dict(dev="cpu", name="m", backend="b", status="fail_to_run")])
-    assert path.read_text().splitlines()[1] == "cpu,m,,,,,b,,,,,fail_to_run,2" + "," * (len(results.CSV_COLUMNS) - 13)
+    assert path.read_text().splitlines()[1] == f"cpu,m,,,,,b,,,,,fail_to_run,{results.SCHEMA_VERSION}" + "," * (len(results.CSV_COLUMNS) - 13)
     row = results.read_rows(path).iloc[0]
     assert math.isnan(row["speedup"]) and pd.isna(row["batch_size"]) and pd.isna(row["baseline"])
 
@@ -218,9 +225,9 @@ def test_samples_round_trip(tmp_path):
     got = results.read_samples(path)
     assert got[0] == {
         "name": "alexnet", "backend": "torchxla_trivial", "role": "baseline",
-        "first_call_s": 1.5, "samples_s": [0.01, 0.02], "schema_version": 2,
+        "first_call_s": 1.5, "samples_s": [0.01, 0.02], "schema_version": results.SCHEMA_VERSION,
     }
-    assert got[1] == {**second, "schema_version": 2}
+    assert got[1] == {**second, "schema_version": results.SCHEMA_VERSION}
     assert len(path.read_text().splitlines()) == 2
 
 
@@ -230,7 +237,7 @@ def test_samples_numpy_and_nonfinite_become_plain_json(tmp_path):
     results.append_samples(path, [record])
     json.loads(path.read_text())  # strict JSON: no NaN token
     assert results.read_samples(path)[0] == {
-        "name": "m", "samples_s": [0.5, None], "first_call_s": 2.0, "n": 3, "schema_version": 2,
+        "name": "m", "samples_s": [0.5, None], "first_call_s": 2.0, "n": 3, "schema_version": results.SCHEMA_VERSION,
     }
 
 
