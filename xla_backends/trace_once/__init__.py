@@ -123,7 +123,7 @@ class Partitioned:
 def build(gm, args):
     """Trace ``gm`` on ``args`` and return the runner for later calls."""
     device = next((str(a.device) for a in args if _on_xla(a)), None) or str(_xla_device())
-    with tracing(device, args):
+    with tracing(device, args) as pending_args:
         trace = run(gm, args)
         eager = set(trace.host_nodes)
         fallbacks: dict = {}
@@ -138,7 +138,7 @@ def build(gm, args):
         if eager:
             return _split(gm, eager, fallbacks)
         plan, results = make_plan(trace)
-        return Replay(gm, plan, compile_results(results, trace.arg_handles, len(args)))
+        return Replay(gm, plan, compile_results(results, trace.arg_handles, len(args)), pending_args)
 
 
 def _split(gm, eager: set, fallbacks: dict) -> Partitioned:

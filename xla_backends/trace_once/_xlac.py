@@ -13,15 +13,14 @@ def _X():
     return torch_xla._XLAC
 
 
-def materialize(tensors) -> None:
-    """Turn the pending IR of ``tensors`` into device data and wait for the
-    device (without a ``mark_step``: a user's profiler scope stays open)."""
-    compute([t for t, p in zip(tensors, pending(tensors)) if p])
+def wait_device() -> None:
+    """Wait for every pending execution on the device."""
     _X()._xla_wait_device_ops([])
 
 
 def compute(tensors) -> None:
-    """Turn the pending IR of ``tensors`` (only theirs) into device data."""
+    """Turn the pending IR of ``tensors`` (only theirs) into device data
+    (without a ``mark_step``: a user's profiler scope stays open)."""
     if tensors:
         _X()._xla_sync_multi(list(tensors), devices=[], wait=True, sync_xla_data=True)
 

@@ -37,12 +37,15 @@ class Replay:
 
     fallback_ops: list = []
 
-    def __init__(self, gm, plan: Plan, executable: Executable):
+    def __init__(self, gm, plan: Plan, executable: Executable, pending_args=()):
         self.gm = gm  # to re-trace after an eviction, or run lazily
         self._run = _xlac.run_cached_graph()
         self._device = plan.device
-        self._pending_at: list[int] = []  # input positions seen carrying lazy work
         self._install(plan, executable)
+        pending = set(pending_args)
+        # Input positions seen carrying lazy work: first those whose argument
+        # arrived so at the build, then any that fails a run.
+        self._pending_at = [k for k, g in enumerate(executable.gather) if g in pending]
 
     def _install(self, plan: Plan, executable: Executable) -> None:
         self.plan, self.executable = plan, executable
@@ -125,10 +128,13 @@ class Replay:
         raise err
 
     def _retrace(self, args) -> None:
-        with tracing(self._device, args):
+        known = {self.executable.gather[k] for k in self._pending_at}
+        with tracing(self._device, args) as pending_args:
             trace = run(self.gm, args)
             plan, results = make_plan(trace)
             self._install(plan, compile_results(results, trace.arg_handles, len(args)))
+        known |= set(pending_args)
+        self._pending_at = [k for k, g in enumerate(self.executable.gather) if g in known]
 
     def _outputs(self, args, results):
         plan = self.plan

@@ -28,10 +28,19 @@ from . import _xlac
 
 @contextmanager
 def tracing(device: str, args):
+    """Yields the positions of the arguments that arrived with pending IR:
+    they will likely arrive so on later calls too."""
     seed = _xlac.rng_seed(device)
-    _xlac.materialize([a for a in args if isinstance(a, torch.Tensor) and a.device.type == "xla"])
+    # Restart the RNG's in-step chain at the running seed: a lazy random op
+    # earlier in this step would otherwise chain our graph's seed onto its IR.
+    _xlac.set_rng_seed(seed, device)
+    pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type == "xla"]
+    flags = _xlac.pending([args[i] for i in pos])
+    pending = [i for i, p in zip(pos, flags) if p]
+    _xlac.compute([args[i] for i in pending])
+    _xlac.wait_device()
     try:
-        yield
+        yield pending
     finally:
         _xlac.set_rng_seed(seed, device)
 
