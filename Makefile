@@ -13,7 +13,7 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--backend=torchxla_trivial,torchxla_trace_once --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install bench bench-all test test-all test-torch-xla bench-overhead nightly clean browser dashboard \
+.PHONY: install bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls nightly clean browser dashboard \
 	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish
 
 install: $(STAMP)
@@ -33,6 +33,11 @@ bench-all: install
 
 bench-overhead: install
 	$(PY) -m benchmarks.overhead
+
+# First calls of ours and openxla_eval on the ten seed models, each in fresh
+# interpreters (median of 3 per backend and model).
+bench-first-calls: install
+	$(PY) -m benchmarks.overhead --first-calls-only --graphs seed
 
 # torch_xla's own dynamo tests (../shared/peer), pointed at our backends.
 test-torch-xla: install

@@ -21,6 +21,10 @@ PROG = "runner.py"
 DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
 SUITES = ("seed", "builtin", "torchbench")  # benchmarks.suite.SUITES, without importing torch
 DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
+DEFAULT_REPEAT = 30
+ADAPTIVE_MAX_REPEAT = 1000  # --max-time without --repeat: time and precision decide
+DEFAULT_MIN_REPEAT = 5
+DEFAULT_TARGET_CI = 0.03
 
 
 class UsageError(Exception):
@@ -43,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     phase = p.add_mutually_exclusive_group()
     phase.add_argument("--inference", action="store_true", help="run inference (default)")
     phase.add_argument("--training", action="store_true", help="run a training step")
+    p.add_argument("--compile-step", action="store_true",
+                   help="with --training: compile the whole step (forward, loss, backward, SGD step) "
+                        "as one function, not only the model (rows of mode training_step)")
     p.add_argument("--backend", action="append", metavar="NAME",
                    help="dynamo backend to measure; repeat it or separate names with commas "
                         f"(default: {','.join(DEFAULT_BACKENDS)})")
@@ -69,7 +76,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = p.add_argument_group("measurement")
     m.add_argument("--batch-size", type=int, help="override the batch size of configs/")
-    m.add_argument("--repeat", type=int, default=30, help="timed repeats (default 30)")
+    m.add_argument("--repeat", type=int, default=None,
+                   help=f"timed repeats (default {DEFAULT_REPEAT}); with --max-time, the most "
+                        f"(default {ADAPTIVE_MAX_REPEAT})")
+    m.add_argument("--max-time", type=float, metavar="S",
+                   help="adaptive repeats: keep interleaving repeats until every speedup's 95%% "
+                        "interval is within --target-ci, or S seconds of repeats per model are spent")
+    m.add_argument("--min-repeat", type=int, metavar="N",
+                   help=f"with --max-time: at least N repeats (default {DEFAULT_MIN_REPEAT})")
+    m.add_argument("--target-ci", type=float, metavar="F",
+                   help="with --max-time: the 95%% interval's half-width sought, relative to the "
+                        f"speedup (default {DEFAULT_TARGET_CI}: +-{DEFAULT_TARGET_CI * 100:g}%%)")
+    m.add_argument("--threads", type=int, metavar="N",
+                   help="threads of torch's intra-op pool and of XLA's CPU client, the same for every "
+                        "runner (default: one per CPU the worker may use)")
+    m.add_argument("--cpu-affinity", metavar="CPUS",
+                   help="pin each worker to these CPUs, as taskset -c takes them (e.g. 0-3,6)")
     m.add_argument("--warmup", type=int, default=3, help="warm-up calls; the first is timed alone")
     m.add_argument("--device", choices=sorted(DEVICES), default="cpu", help="XLA device (PJRT_DEVICE)")
     m.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
@@ -93,6 +115,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after timing, profile one step of each runner into DIR/<model>_<runner>.json")
     d.add_argument("--dump-hlo", metavar="DIR",
                    help="write the HLO of each graph of the XLA runners into DIR")
+
+    f = p.add_argument_group("first calls")
+    f.add_argument("--no-cold-start", dest="cold_start", action="store_false",
+                   help="time each runner's first call in the measuring process instead of a fresh "
+                        "process of its own (faster; another runner's executable may then serve it: "
+                        "compilation_kind in_process)")
+    f.add_argument("--warm-start", action="store_true",
+                   help="also time each backend's first call with its executable already cached "
+                        "(warm_start_latency)")
+    f.add_argument("--compile-cache", metavar="DIR",
+                   help="torch_xla's persistent compilation cache in DIR: later runs load unchanged "
+                        "graphs' executables instead of compiling (TPU; not PJRT CPU in torch_xla 2.9)")
 
     r = p.add_argument_group("running")
     r.add_argument("--timeout", type=float, default=900.0, help="seconds per model (default 900)")
@@ -148,6 +182,12 @@ def _run(args: argparse.Namespace) -> int:
           f"-> {config.csv_path}", file=sys.stderr)
     csv_path = orchestrate.run(config)
     print(orchestrate.finish(csv_path))
+    if config.compile_cache:
+        from . import report, results
+
+        warning = report.persistent_cache_warning(results.read_rows(csv_path))
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
     print(f"\nwrote {csv_path} and {csv_path.with_suffix('.md')}", file=sys.stderr)
     return 0
 
@@ -164,17 +204,25 @@ def make_config(args: argparse.Namespace) -> RunConfig:
         args.output_directory, f"{mode}_{phase}_{args.device}.csv")
     check_output(output, resume=args.resume, overwrite=args.overwrite)
     folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
-               (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"))}
+               (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"),
+                ("--compile-cache", "compile_cache"))}
+    adaptive = args.max_time is not None
     return RunConfig(
         mode=mode, training=args.training, backends=backends,
         use_xla_baseline=args.use_xla_baseline, randomize_input=args.randomize_input,
         models=tuple(models), suite=args.suite, batch_size=args.batch_size,
-        repeat=args.repeat, warmup=args.warmup, device=args.device, seed=args.seed,
+        repeat=args.repeat or (ADAPTIVE_MAX_REPEAT if adaptive else DEFAULT_REPEAT),
+        warmup=args.warmup, device=args.device, seed=args.seed,
         output=str(output), configs=args.configs, timeout=args.timeout,
         isolate=args.isolate, resume=args.resume,
         precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
         batch_sizes=parse_batch_sizes(args.batch_sizes),
         profiler_trace_dir=folders["--export-profiler-trace"], hlo_dir=folders["--dump-hlo"],
+        cold_start=args.cold_start, warm_start=args.warm_start,
+        compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None,
+        max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
+        target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
+        cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
     )
 
 
@@ -210,8 +258,14 @@ def _output_folder(path: str | None, flag: str) -> str | None:
 def _check_numbers(args) -> None:
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
-    if args.repeat < 1:
+    if args.repeat is not None and args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    _check_adaptive(args)
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {args.threads}")
+    parse_cpus(args.cpu_affinity)
+    if args.compile_step and not args.training:
+        raise UsageError("--compile-step compiles a training step; add --training")
     if args.warmup < 1:
         raise UsageError(f"--warmup must be at least 1 (the first call is timed), got {args.warmup}")
     if not args.timeout > 0:
@@ -227,6 +281,46 @@ def _check_numbers(args) -> None:
         if args.batch_size is not None:
             raise UsageError("--batch-size and --batch-sizes contradict each other; pick one")
         parse_batch_sizes(args.batch_sizes)
+
+
+def _check_adaptive(args) -> None:
+    if args.max_time is None:
+        for flag, value in (("--min-repeat", args.min_repeat), ("--target-ci", args.target_ci)):
+            if value is not None:
+                raise UsageError(f"{flag} applies to adaptive repeats; add --max-time S")
+        return
+    if not args.max_time > 0:
+        raise UsageError(f"--max-time must be positive, got {args.max_time:g}")
+    if args.min_repeat is not None and args.min_repeat < 2:
+        raise UsageError(f"--min-repeat must be at least 2 (an interval needs two samples), "
+                         f"got {args.min_repeat}")
+    if args.target_ci is not None and not 0 < args.target_ci < 1:
+        raise UsageError(f"--target-ci must be between 0 and 1 (0.03: +-3%), got {args.target_ci:g}")
+    least = args.min_repeat or DEFAULT_MIN_REPEAT
+    if args.repeat is not None and args.repeat < least:
+        raise UsageError(f"--repeat {args.repeat} is below --min-repeat {least}")
+
+
+def parse_cpus(text: str | None) -> tuple[int, ...]:
+    """``"0-2,5"`` -> ``(0, 1, 2, 5)``: CPUs this process may run on."""
+    if text is None:
+        return ()
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.strip().partition("-")
+            first, last = int(low), int(high or low)
+            if first < 0 or last < first:
+                raise ValueError
+            cpus.update(range(first, last + 1))
+    except ValueError:
+        raise UsageError(f"--cpu-affinity takes CPU numbers and ranges such as 0-3,6, got {text!r}") from None
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    outside = sorted(cpus - set(allowed))
+    if outside:
+        raise UsageError(f"--cpu-affinity: CPU(s) {', '.join(map(str, outside))} not available here "
+                         f"(allowed: {', '.join(map(str, sorted(allowed)))})")
+    return tuple(sorted(cpus))
 
 
 def select_models(args) -> list[str]:

@@ -41,6 +41,26 @@ class RunConfig:
     batch_sizes: tuple[int, ...] = ()  # cycled across repeats; () = the one batch size
     profiler_trace_dir: str | None = None  # one profiled step per runner, after timing
     hlo_dir: str | None = None  # the HLO of each graph of the XLA runners
+    # First calls. cold_start: each runner's first call timed in a fresh
+    # process of its own (compilation_latency; the CLI's default, off here to
+    # keep programmatic runs cheap); warm_start: a fresh runner's first call
+    # again after timing, its executable already in XLA's cache.
+    cold_start: bool = False
+    warm_start: bool = False
+    compile_cache: str | None = None  # torch_xla's persistent compilation cache folder
+    # Adaptive repeats: with max_time (seconds of timed repeats per model),
+    # repeat is the most repeats; they stop once every speedup's 95% interval
+    # is within +-target_ci of it, after at least min_repeat.
+    max_time: float | None = None
+    min_repeat: int = 5
+    target_ci: float = 0.03
+    threads: int | None = None  # torch intra-op and XLA CPU client threads; None: the CPUs allowed
+    cpu_affinity: tuple[int, ...] = ()  # CPUs the worker may run on; (): as inherited
+    compile_step: bool = False  # training: the whole step (forward, loss, backward, SGD) compiled
+
+    @property
+    def adaptive(self) -> bool:
+        return self.max_time is not None
 
     @property
     def dynamic(self) -> str:
@@ -62,7 +82,11 @@ class RunConfig:
 
     @property
     def phase(self) -> str:
-        return "training" if self.training else "inference"
+        """The rows' ``mode``: a training run with the whole step compiled
+        (``compile_step``) is an experiment of its own."""
+        if not self.training:
+            return "inference"
+        return "training_step" if self.compile_step else "training"
 
     @property
     def csv_path(self) -> Path:
@@ -77,6 +101,7 @@ class RunConfig:
         data["backends"] = tuple(data["backends"])
         data["models"] = tuple(data["models"])
         data["batch_sizes"] = tuple(data.get("batch_sizes", ()))
+        data["cpu_affinity"] = tuple(data.get("cpu_affinity", ()))
         return cls(**data)
 
     def replace(self, **changes) -> "RunConfig":

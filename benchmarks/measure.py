@@ -16,6 +16,12 @@ a runner runs: placement builds runners, this module only times them.
   warm-up, whose first call is timed alone (what a new shape costs: a
   recompile, a new executable), and every repeat runs the whole cycle, each
   shape in turn: every shape gets ``repeat`` samples, kept apart.
+* Adaptive repeats (with ``max_time``), as pyperf and Google Benchmark
+  calibrate: after ``min_repeat`` repeats, the loop asks ``enough(timings)``
+  after each repeat and stops once it says yes (the caller's precision target
+  is met), once ``max_time`` seconds of repeats have passed, or after
+  ``repeat`` repeats; ``Timings.stop`` says which. Without ``max_time``,
+  exactly ``repeat`` repeats run (``stop`` is ``"fixed"``).
 """
 from __future__ import annotations
 
@@ -45,6 +51,9 @@ class Timings:
     first_calls_s: dict[Hashable, float] = field(default_factory=dict)
     shape_samples_s: dict[Hashable, list[float]] = field(default_factory=dict)
     error: BaseException | None = None
+    # Why the repeats ended: "fixed" (the asked number), "target" (precise
+    # enough), "time" (max_time spent) or "max" (the most repeats ran).
+    stop: str = "fixed"
 
     @property
     def ok(self) -> bool:
@@ -61,7 +70,7 @@ class Timings:
     def at(self, shape: Hashable) -> "Timings":
         """The times of one shape, as a single-shape Timings."""
         return Timings({shape: self.first_calls_s[shape]} if shape in self.first_calls_s else {},
-                       {shape: list(self.shape_samples_s.get(shape, []))}, self.error)
+                       {shape: list(self.shape_samples_s.get(shape, []))}, self.error, self.stop)
 
 
 def measure(
@@ -73,10 +82,14 @@ def measure(
     randomize: bool = False,
     shapes: Sequence[Hashable] = (None,),
     clock: Callable[[], float] = time.perf_counter,
+    max_time: float | None = None,
+    min_repeat: int = 1,
+    enough: Callable[[dict[str, Timings]], bool] | None = None,
 ) -> dict[str, Timings]:
     """Time ``runners``; ``draw_inputs(i, shape)`` gives the host inputs of
     draw ``i`` at ``shape`` (draw 0: warm-up and, without ``randomize``,
-    every repeat).
+    every repeat). ``repeat`` is the number of repeats, or with ``max_time``
+    the most (see the module's account of adaptive repeats).
 
     A runner that raises is stopped and keeps its error; the others go on.
     """
@@ -95,7 +108,16 @@ def measure(
                 if i == 0 and t is not None:
                     timings[r.name].first_calls_s[shape] = t
             live = _alive(live, timings)
+    stop = "fixed" if max_time is None else "max"
+    started = clock()
     for i in range(repeat):
+        if max_time is not None and i >= min_repeat:
+            if enough is not None and enough(timings):
+                stop = "target"
+                break
+            if clock() - started >= max_time:
+                stop = "time"
+                break
         for shape in shapes:
             if randomize:
                 placed[shape] = _place(live, draw_inputs(i + 1, shape), timings)
@@ -106,6 +128,13 @@ def measure(
                 if t is not None:
                     timings[r.name].shape_samples_s[shape].append(t)
             live = _alive(live, timings)
+    else:
+        # The loop ran out: with max_time, the last repeat may also have met
+        # the target; say so rather than "max".
+        if max_time is not None and repeat >= min_repeat and enough is not None and enough(timings):
+            stop = "target"
+    for timing in timings.values():
+        timing.stop = stop
     return timings
 
 

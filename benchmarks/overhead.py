@@ -24,6 +24,10 @@ mode under ``torch.no_grad()``, this measures
   XLA's in-memory compilation cache; the median of a few such interpreters
   per backend, alternating.
 
+``--first-calls-only --graphs seed`` measures just the first calls, on the
+ten seed models at batch 1 (any built-in model name works as a graph), and
+prints per model the medians, their ratio, the ranges and what XLA did.
+
 Why the host overhead is not taken as "latency minus raw's": XLA runs the
 executable asynchronously, and on the CPU "device" it runs on the same cores
 as the host thread, evicting the host's caches; so host work right after
@@ -69,11 +73,20 @@ HOST_CALLS = 50  # host-only calls per variant and repeat
 
 
 def build(graph: str):
-    """``(description, module, inputs)`` on the host, module in eval mode."""
+    """``(description, module, inputs)`` on the host, module in eval mode.
+    ``graph`` is one of ``GRAPHS`` or a built-in model's name (batch 1)."""
     import torch
     from torch import nn
 
     torch.manual_seed(0)
+    if graph not in GRAPHS:
+        from benchmarks import suite
+
+        bench = suite.load(graph, batch_size=1)
+        inputs = bench.example_inputs()
+        if inputs.kwargs:
+            raise ValueError(f"{graph} takes keyword inputs; first calls here pass positional ones")
+        return f"{graph}, bs 1", bench.module.eval(), tuple(inputs.args)
     if graph == "tiny_mlp":
         module = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
                                nn.Linear(64, 10))
@@ -404,6 +417,45 @@ def verdicts(table: list[dict]) -> list[str]:
     return lines
 
 
+FIRST_CALL_COLUMNS = ("model", "ours s", "openxla_eval s", "ours/openxla_eval", "ours range s",
+                      "openxla_eval range s", "ours XLA", "openxla_eval XLA")
+
+
+def first_call_rows(graphs, repeat: int) -> list[dict]:
+    """Per graph, the first calls of both backends in fresh interpreters
+    (``repeat`` each, alternating): medians, ratio, ranges, XLA's work."""
+    table = []
+    for graph in graphs:
+        tries = first_calls_of(graph, "fresh", repeat)
+        if not all(tries.values()):
+            continue
+        med = {v: _median(tries[v], "seconds") for v in BACKENDS}
+        table.append({
+            "model": graph,
+            "ours s": med["ours"], "openxla_eval s": med["openxla_eval"],
+            "ours/openxla_eval": med["ours"] / med["openxla_eval"],
+            **{f"{v} range s": f"{min(t['seconds'] for t in tries[v]):.2f}-"
+                               f"{max(t['seconds'] for t in tries[v]):.2f}" for v in BACKENDS},
+            **{f"{v} XLA": f"{_median(tries[v], 'compiles'):g} compiles "
+                           f"({_median(tries[v], 'compile_s'):.2f} s), "
+                           f"{_median(tries[v], 'executions'):g} runs" for v in BACKENDS},
+            "first calls": tries,
+        })
+    return table
+
+
+def first_call_summary(table: list[dict]) -> list[str]:
+    """How many models ours is no slower on, and the geomean of the ratios."""
+    from benchmarks import stats
+
+    ratios = [row["ours/openxla_eval"] for row in table]
+    if not ratios:
+        return ["no first call measured"]
+    met = sum(r <= 1 for r in ratios)
+    return [f"first call no slower than openxla_eval's on {met} of {len(ratios)} models; "
+            f"geomean ours/openxla_eval {stats.geomean(ratios):.3f}"]
+
+
 def render(table: list[dict], columns) -> str:
     from tabulate import tabulate
 
@@ -425,6 +477,9 @@ def main(argv=None) -> int:
     parser.add_argument("--first-call-repeat", type=int, default=None,
                         help="fresh interpreters per backend and graph; the median is reported "
                              "(default 3; 1 with --quick)")
+    parser.add_argument("--first-calls-only", action="store_true",
+                        help="measure only first calls, in fresh interpreters (with --graphs seed: "
+                             "the ten seed models)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     parser.add_argument("--first-call-of", nargs=2, metavar=("GRAPH", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -434,6 +489,8 @@ def main(argv=None) -> int:
         print(json.dumps(first_call(graph, variant)))
         return 0
     graphs = [g.strip() for g in args.graphs.split(",") if g.strip()]
+    if args.first_calls_only:
+        return _first_calls_only(parser, graphs, args)
     unknown = sorted(set(graphs) - set(GRAPHS))
     if unknown:
         parser.error(f"unknown graph(s) {', '.join(unknown)}; known: {', '.join(GRAPHS)}")
@@ -458,6 +515,28 @@ def main(argv=None) -> int:
         "same-process": "in this process, ours first (openxla_eval may reuse its XLA executable)",
         "skip": "not measured"}[args.first_calls])
     for line in verdicts(table):
+        print(line)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(table, f, indent=2)
+    return 0
+
+
+def _first_calls_only(parser, graphs: list[str], args) -> int:
+    from benchmarks import suite
+
+    if graphs == ["seed"]:
+        graphs = suite.list_models("seed")
+    known = set(GRAPHS) | set(suite.list_models("builtin"))
+    unknown = sorted(set(graphs) - known)
+    if unknown:
+        parser.error(f"unknown graph(s) {', '.join(unknown)}; known: {', '.join(GRAPHS)}, "
+                     "seed, or a built-in model")
+    repeat = args.first_call_repeat or (1 if args.quick else 3)
+    table = first_call_rows(graphs, repeat)
+    print(f"First calls (trace, compile, run), each in a fresh interpreter; median of {repeat} per backend")
+    print(render(table, FIRST_CALL_COLUMNS))
+    for line in first_call_summary(table):
         print(line)
     if args.json:
         with open(args.json, "w") as f:

@@ -57,11 +57,14 @@ def baseline_runner(module: torch.nn.Module, use_xla: bool, training: bool = Fal
 
 
 def backend_runner(module: torch.nn.Module, backend: str, training: bool = False,
-                   precision: str = "fp32", on_graph=None) -> Runner:
+                   precision: str = "fp32", on_graph=None, compile_step: bool = False) -> Runner:
     """``on_graph(gm, example_inputs)``, when given, sees every graph dynamo
-    hands to the backend, before the backend compiles it."""
+    hands to the backend, before the backend compiles it. ``compile_step``
+    (training): the whole step function is compiled, forward, loss, backward
+    and optimizer step, not just the model."""
     compile_with = _observed(backend, on_graph) if on_graph else backend
-    return _runner(backend, module, runs_on_xla(backend), compile_with, training, precision)
+    return _runner(backend, module, runs_on_xla(backend), compile_with, training, precision,
+                   compile_step)
 
 
 def _observed(backend: str, on_graph):
@@ -87,14 +90,20 @@ def torch_dtype(precision: str) -> torch.dtype | None:
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}.get(precision)
 
 
-def _runner(name, module, on_xla, compile_with, training, precision="fp32") -> Runner:
+def _runner(name, module, on_xla, compile_with, training, precision="fp32",
+            compile_step=False) -> Runner:
     device = _xla_device() if on_xla else torch.device("cpu")
     dtype = torch_dtype(precision)
     model = copy.deepcopy(module).to(device).train(training)
     if dtype is not None:
         model = model.to(dtype)  # floating parameters and buffers only
-    fn = torch.compile(model, backend=compile_with) if compile_with else model
-    step = _training_step(fn, model) if training else _inference_step(fn)
+    if training and compile_step and compile_with:
+        # One function as torch_xla's training tests compile it: dynamo
+        # captures the loss and the SGD step too (backward() breaks the graph).
+        step = torch.compile(_training_step(model, model), backend=compile_with)
+    else:
+        fn = torch.compile(model, backend=compile_with) if compile_with else model
+        step = _training_step(fn, model) if training else _inference_step(fn)
     if precision == "amp":
         step = _autocast(step, "xla" if on_xla else "cpu")
     probe = Probe(xla=on_xla)

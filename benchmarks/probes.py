@@ -36,7 +36,13 @@ import psutil
 from . import stats
 
 _XLA_COUNTERS = ("UncachedCompile", "CachedCompile")
+# torch_xla's persistent compilation cache (``--compile-cache``): executables
+# loaded from disk, graphs not found there, files found but not loadable.
+PERSISTENT_CACHE_COUNTERS = {"persistent_cache_hits": "PersistentCacheHit",
+                             "persistent_cache_misses": "PersistentCacheMiss",
+                             "persistent_cache_load_failures": "PersistentCacheDeserializeFailure"}
 _XLA_TIMES = ("CompileTime", "ExecuteTime")  # nanoseconds
+_PERSISTENT = frozenset(PERSISTENT_CACHE_COUNTERS.values())
 _MB = 1024 * 1024
 _REASON_CHARS = 300
 
@@ -51,7 +57,7 @@ def _snapshot(xla: bool) -> Counter:
         import torch_xla.debug.metrics as met
 
         for name in met.counter_names():
-            if name in _XLA_COUNTERS or name.startswith("aten::"):
+            if name in _XLA_COUNTERS or name in _PERSISTENT or name.startswith("aten::"):
                 snap[name] = met.counter_value(name)
         for name in _XLA_TIMES:
             data = met.metric_data(name)
@@ -257,8 +263,12 @@ class Probe:
             return fields
         n = self.timed_steps[shape]
         host_s = self.host_s.get(shape)
+        every = first + later + self._at("warm_start", shape)
         fields.update({
             "first_call_compiles": first["UncachedCompile"] + first["CachedCompile"],
+            # Compiles of the first call that XLA's cache served: executables
+            # compiled earlier in the process (by this runner, or another).
+            "first_call_cache_hits": first["CachedCompile"],
             "first_call_compile_s": first["CompileTime.ns"] / 1e9,
             "first_call_execute_s": first["ExecuteTime.ns"] / 1e9,
             "compiles_per_iter": (timed["UncachedCompile"] + timed["CachedCompile"]) / n if n else None,
@@ -269,8 +279,16 @@ class Probe:
             "fallback_ops": " ".join(sorted(
                 k.removeprefix("aten::") for k, v in (first + later).items()
                 if k.startswith("aten::") and v > 0)),
+            **{field: every[counter] for field, counter in PERSISTENT_CACHE_COUNTERS.items()},
         })
         return fields
+
+    def warm_start(self, shape: Hashable = None) -> dict:
+        """Row fields of a ``warm_start`` step: XLA compiles in it that its
+        cache did not serve (0: the executable was found)."""
+        if not self.xla or ("warm_start", shape) not in self.phases:
+            return {}
+        return {"warm_start_fresh_compiles": self._at("warm_start", shape)["UncachedCompile"]}
 
 
 def compression_ratio(baseline_mb: float | None, backend_mb: float | None) -> float | None:

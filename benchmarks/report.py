@@ -12,6 +12,10 @@ Offers:
   (``results.SETTING_COLUMNS`` but the batch size): a file a training run
   was resumed on holds an inference and a training group, each its own table.
 * ``graph_break_table(breaks)`` -- breaks per model, from the graph-break CSV.
+* ``headroom_table(df)`` -- per row, the zero-overhead limit of the speedup
+  and the share of it the backend captured.
+* ``persistent_cache_warning(df)`` -- a line when ``--compile-cache`` never
+  loaded an executable it tried to load.
 * ``render_markdown(df, title=...) -> str`` and ``render_console(df) -> str``.
 * ``write_markdown(csv_path, title=None) -> Path`` -- renders the stored CSV
   into the ``.md`` beside it, linking the graph-break CSV.
@@ -190,6 +194,9 @@ def graph_break_table(breaks: pd.DataFrame) -> tuple[list[str], list[list[str]]]
 # What the compiler-metrics table shows: header -> CSV column.
 METRICS = {
     "first call s": "compilation_latency",
+    "first call": "compilation_kind",
+    "first-call cache hits": "first_call_cache_hits",
+    "warm start s": "warm_start_latency",
     "of it XLA compile s": "first_call_compile_s",
     "compiles/iter": "compiles_per_iter",
     "execute ms/iter": "execute_ms",
@@ -202,7 +209,31 @@ METRICS = {
     "first-call compiles": "first_call_compiles",
     "baseline first-call compiles": "baseline_first_call_compiles",
     "fallback ops": "fallback_ops",
+    "repeats": "repeats_used",
+    "repeats ended": "repeat_stop",
+    "threads": "threads",
+    "persistent cache hits": "persistent_cache_hits",
+    "misses": "persistent_cache_misses",
+    "load failures": "persistent_cache_load_failures",
 }
+FIRST_CALL_NOTE = ("First call: cold = timed in a fresh process of the runner's own, where no "
+                   "executable compiled by another runner can serve it; in_process = in the "
+                   "measuring process, where one may (first-call cache hits count such). "
+                   "Warm start: a fresh runner's first call with its executable already cached.")
+# The headroom table: header -> CSV column.
+HEADROOM = {
+    "speedup": "speedup",
+    "zero-overhead limit": "zero_overhead_speedup",
+    "share captured": "headroom_captured",
+}
+HEADROOM_NOTE = ("Zero-overhead limit: the lazy baseline's step time over that step less its "
+                 "tracing time, the speedup a replay with no host cost at all would reach on "
+                 "this machine; share captured = (speedup - 1) / (limit - 1). A limit near 1.00x "
+                 "leaves nothing to gain (the step is all execution).")
+# Below this limit a model has nothing left to gain; above this share, a
+# backend has taken (nearly) all there was.
+NOTHING_TO_GAIN = 1.02
+AT_THE_LIMIT = 0.9
 # The memory table: header -> CSV column.
 MEMORY = {
     "peak host MB": "peak_host_mb",
@@ -243,6 +274,46 @@ def _metric(value: Any) -> str:
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.3g}"
+
+
+def headroom_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Per passing row with a zero-overhead limit: speedup, limit, share
+    captured and what is left; empty when no row has a limit (an eager
+    baseline has no tracing to remove)."""
+    if "zero_overhead_speedup" not in df.columns or not df["zero_overhead_speedup"].notna().any():
+        return [], []
+    latest = results.latest(df)
+    rows = []
+    for _, row in latest.iterrows():
+        if not results.passed(row) or not results.is_finite(row["zero_overhead_speedup"]):
+            continue
+        limit, share = row["zero_overhead_speedup"], row.get("headroom_captured")
+        rows.append([row["name"], _metric(row.get("batch_size")), row["backend"],
+                     f"{row['speedup']:.2f}x", f"{limit:.2f}x",
+                     f"{share:.0%}" if results.is_finite(share) else "", _left(limit, share)])
+    return ["name", "batch_size", "backend", *HEADROOM, "left"], rows
+
+
+def _left(limit: float, share: float) -> str:
+    if limit < NOTHING_TO_GAIN:
+        return "nothing to gain"
+    if results.is_finite(share) and share >= AT_THE_LIMIT:
+        return "at the limit"
+    return f"up to {limit:.2f}x"
+
+
+def persistent_cache_warning(df: pd.DataFrame) -> str | None:
+    """Why ``--compile-cache`` did not help, when it tried to load executables
+    and never could (None otherwise)."""
+    columns = ("persistent_cache_hits", "persistent_cache_load_failures")
+    if df.empty or any(c not in df.columns for c in columns):
+        return None
+    hits, failures = (int(df[c].fillna(0).sum()) for c in columns)
+    if failures == 0 or hits > 0:
+        return None
+    return (f"--compile-cache: every attempt to load an executable from the persistent cache "
+            f"failed ({failures} deserialize failures), so each graph was compiled again; "
+            "torch_xla 2.9 cannot load its executables on PJRT CPU (the cache helps on TPU)")
 
 
 def unstable(df: pd.DataFrame) -> list[tuple[str, str, str]]:
@@ -292,10 +363,18 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
         listing = tabulate(shaky, headers=["name", "backend", "why"], tablefmt="github")
         parts += ["## Unstable measurements", "", f"To firm them up, {UNSTABLE_REMEDY}.", "",
                   listing, ""]
+    headers, rows = headroom_table(df)
+    if rows:
+        parts += ["## Headroom", "", HEADROOM_NOTE, "",
+                  tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
     headers, rows = metrics_table(df)
     if rows:
-        parts += ["## Compiler metrics", "",
+        note = [FIRST_CALL_NOTE, ""] if "first call" in headers else []
+        parts += ["## Compiler metrics", "", *note,
                   tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    cache = persistent_cache_warning(df)
+    if cache:
+        parts += [f"Warning: {cache}.", ""]
     headers, rows = metrics_table(df, MEMORY)
     if rows:
         parts += ["## Memory", "", MEMORY_NOTE, "",

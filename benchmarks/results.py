@@ -60,7 +60,19 @@ import pandas as pd
 #      static, the only ones version 1 could run; their suite and mode were
 #      not recorded and stay empty (unknown), so they never match a version-2
 #      row that says what it ran.
-SCHEMA_VERSION = 2
+# 3 -- first calls and how the numbers were made: compilation_kind (cold: the
+#      first call timed in a fresh process of the runner's own; in_process:
+#      in the measuring process, where another runner's executable may serve
+#      it; the only kind versions 1 and 2 measured, left empty on their rows),
+#      first_call_cache_hits, warm_start_latency and
+#      warm_start_fresh_compiles (--warm-start), the persistent compilation
+#      cache's hits, misses and load failures (--compile-cache); adaptive
+#      repeats (repeats_used, repeat_stop, min_repeat, max_time_s, target_ci);
+#      threads and cpu_affinity; headroom (zero_overhead_speedup,
+#      headroom_captured).  A new mode value, training_step: the whole
+#      training step compiled (--compile-step), an experiment apart from
+#      training (forward and backward compiled).
+SCHEMA_VERSION = 3
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -131,7 +143,7 @@ COLUMNS: list[Column] = [
     Column("executes_per_iter", "float64", required=False),  # XLA graphs run per iteration
     # Version 2: what was run (the experiment's settings, then the run's metadata).
     Column("suite", "str", required=False),  # builtin | torchbench
-    Column("mode", "str", required=False),  # inference | training
+    Column("mode", "str", required=False),  # inference | training | training_step (whole step compiled)
     Column("dtype", "str", required=False),  # fp32 | bf16 | fp16 | amp
     Column("dynamic", "str", required=False),  # static | dynamic (batch dimension marked dynamic)
     Column("repeat", "Int64", required=False),
@@ -149,6 +161,23 @@ COLUMNS: list[Column] = [
     Column("baseline_peak_device_mb", "float64", required=False),
     Column("host_compression_ratio", "float64", required=False),  # baseline / backend peak host
     Column("device_compression_ratio", "float64", required=False),  # baseline / backend peak device
+    # Version 3: first calls, repeats, threads, headroom.
+    Column("compilation_kind", "str", required=False),  # cold | in_process: where compilation_latency was timed
+    Column("first_call_cache_hits", "Int64", required=False),  # first-call compiles XLA's cache served
+    Column("warm_start_latency", "float64", required=False),  # s; first call with the executable cached
+    Column("warm_start_fresh_compiles", "Int64", required=False),  # compiles the cache did not serve in it
+    Column("persistent_cache_hits", "Int64", required=False),  # executables loaded from --compile-cache
+    Column("persistent_cache_misses", "Int64", required=False),  # graphs not found there
+    Column("persistent_cache_load_failures", "Int64", required=False),  # found but not loadable
+    Column("repeats_used", "Int64", required=False),  # timed samples behind the row
+    Column("repeat_stop", "str", required=False),  # fixed | target | time | max: why repeats ended
+    Column("min_repeat", "Int64", required=False),  # adaptive repeats: the least
+    Column("max_time_s", "float64", required=False),  # adaptive repeats: the time budget per model
+    Column("target_ci", "float64", required=False),  # adaptive repeats: the 95% interval's half-width sought
+    Column("threads", "Int64", required=False),  # torch intra-op and XLA CPU client threads
+    Column("cpu_affinity", "str", required=False),  # the CPUs the worker ran on, e.g. 0-1
+    Column("zero_overhead_speedup", "float64", required=False),  # lazy baseline step / (step - tracing)
+    Column("headroom_captured", "float64", required=False),  # (speedup - 1) / (limit - 1)
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]

@@ -148,3 +148,49 @@ def test_probe_is_told_phase_and_shape():
     measure([runner], lambda i, shape: (shape,), warmup=2, repeat=1, shapes=(8, 16), clock=clock)
     assert told == [("first", 8), ("warmup", 8), ("first", 16), ("warmup", 16),
                     ("timed", 8), ("timed", 16)]
+
+
+def test_fixed_repeats_say_so():
+    clock = FakeClock()
+    timings = measure([clock.runner("a", [1.0])], lambda i, shape: (i,), warmup=1, repeat=4, clock=clock)
+    assert timings["a"].stop == "fixed" and len(timings["a"].samples_s) == 4
+
+
+def test_adaptive_repeats_stop_once_precise_enough():
+    clock = FakeClock()
+    asked = []
+
+    def enough(timings):
+        n = len(timings["a"].samples_s)
+        asked.append(n)
+        return n >= 7
+
+    timings = measure([clock.runner("a", [1.0]), clock.runner("b", [2.0])], lambda i, shape: (i,),
+                      warmup=1, repeat=100, max_time=1e9, min_repeat=5, enough=enough, clock=clock)
+    assert timings["a"].stop == timings["b"].stop == "target"
+    assert len(timings["a"].samples_s) == len(timings["b"].samples_s) == 7
+    assert asked == [5, 6, 7]  # not asked before min_repeat
+
+
+def test_adaptive_repeats_stop_when_the_time_is_spent():
+    clock = FakeClock()
+    # Each repeat takes 3 s (1 s + 2 s); the budget is 10 s of repeats: the
+    # fourth repeat starts at 9 s, the fifth would start at 12 s.
+    timings = measure([clock.runner("a", [5.0, 1.0]), clock.runner("b", [5.0, 2.0])],
+                      lambda i, shape: (i,), warmup=1, repeat=100, max_time=10.0, min_repeat=2,
+                      enough=lambda t: False, clock=clock)
+    assert timings["a"].stop == "time" and len(timings["a"].samples_s) == 4
+
+
+def test_adaptive_repeats_keep_the_minimum_even_past_the_time():
+    clock = FakeClock()
+    timings = measure([clock.runner("a", [50.0])], lambda i, shape: (i,), warmup=1, repeat=100,
+                      max_time=1.0, min_repeat=3, enough=lambda t: True, clock=clock)
+    assert len(timings["a"].samples_s) == 3 and timings["a"].stop == "target"
+
+
+def test_adaptive_repeats_stop_at_the_most():
+    clock = FakeClock()
+    timings = measure([clock.runner("a", [1.0])], lambda i, shape: (i,), warmup=1, repeat=6,
+                      max_time=1e9, min_repeat=2, enough=lambda t: False, clock=clock)
+    assert timings["a"].stop == "max" and len(timings["a"].samples_s) == 6

@@ -24,7 +24,10 @@ from benchmarks import results
 
 REPO = Path(__file__).resolve().parent.parent
 FAULT_MODELS = REPO / "tests" / "fault_models"
-QUICK = ("--suite", "torchbench", "--repeat", "2", "--warmup", "1")
+# First calls in the measuring process: these runs count the processes that
+# load a model and time workers; cold first calls (a process per runner) are
+# tested in test_first_calls.py.
+QUICK = ("--suite", "torchbench", "--repeat", "2", "--warmup", "1", "--no-cold-start")
 WRONG_BACKEND = "fault_wrong_output"  # tests/fault_models/fault_backends.py
 HANG_TIMEOUT = 30  # s; far above a tiny model's worker (~6 s), far below the hang
 RUN_TIMEOUT = 420  # s; how long a test waits for a run before giving up on it

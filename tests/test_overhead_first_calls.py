@@ -1,0 +1,37 @@
+"""``python -m benchmarks.overhead --first-calls-only``: first calls of ours
+and openxla_eval in fresh interpreters, per model, with medians and ratios."""
+import pytest
+
+from benchmarks import overhead
+
+
+def _tries(seconds, compiles=1, runs=1):
+    return [{"seconds": s, "compiles": compiles, "compile_s": s / 2, "executions": runs} for s in seconds]
+
+
+def test_first_call_rows_take_medians_and_ratios(monkeypatch):
+    fake = {"m1": {"ours": _tries([1.0, 3.0, 2.0]), "openxla_eval": _tries([4.0, 4.0, 5.0], 2, 3)},
+            "m2": {"ours": _tries([2.0]), "openxla_eval": _tries([1.0])},
+            "broken": {"ours": _tries([1.0]), "openxla_eval": []}}
+    monkeypatch.setattr(overhead, "first_calls_of", lambda graph, how, repeat: fake[graph])
+    table = overhead.first_call_rows(["m1", "m2", "broken"], 3)
+    assert [row["model"] for row in table] == ["m1", "m2"]  # a failed backend: no row
+    m1 = table[0]
+    assert (m1["ours s"], m1["openxla_eval s"], m1["ours/openxla_eval"]) == (2.0, 4.0, 0.5)
+    assert m1["ours range s"] == "1.00-3.00" and m1["openxla_eval XLA"] == "2 compiles (2.00 s), 3 runs"
+    (line,) = overhead.first_call_summary(table)
+    assert line == "first call no slower than openxla_eval's on 1 of 2 models; geomean ours/openxla_eval 1.000"
+    assert "m1" in overhead.render(table, overhead.FIRST_CALL_COLUMNS)
+
+
+def test_unknown_models_are_refused(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        overhead.main(["--first-calls-only", "--graphs", "no_such_model"])
+    assert exit_.value.code == 2 and "unknown graph(s) no_such_model" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_first_calls_of_a_seed_model_in_fresh_interpreters(capsys):
+    assert overhead.main(["--first-calls-only", "--graphs", "squeezenet1_1", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "squeezenet1_1" in out and "of 1 models" in out
