@@ -53,15 +53,17 @@ def _context():
 
 
 def _child(conn, sys_path, payload: bytes) -> None:
+    # Plain pickle, by value, both ways: torch's multiprocessing reducers
+    # would send tensors as file descriptors that die with this process.
     try:
         sys.path[:] = sys_path
         fn, args = pickle.loads(payload)
-        result = ("ok", fn(*args))
+        data = pickle.dumps(("ok", fn(*args)))
     except BaseException as err:  # noqa: BLE001 - every failure goes back to the parent
         text = str(err).strip().splitlines()
         line = f"{type(err).__name__}: {text[0] if text else ''}".strip().rstrip(":")
-        result = ("error", line, traceback.format_exc(limit=20))
-    conn.send(result)
+        data = pickle.dumps(("error", line, traceback.format_exc(limit=20)))
+    conn.send_bytes(data)
     conn.close()
 
 
@@ -70,14 +72,14 @@ def in_fresh_process(fn: Callable, *args, timeout: float = 900.0, fork: bool = F
     ctx = multiprocessing.get_context("fork") if fork else _context()
     receive, send = ctx.Pipe(duplex=False)
     payload = pickle.dumps((fn, args))
-    process = ctx.Process(target=_child, args=(send, list(sys.path), payload), daemon=True)
+    process = ctx.Process(target=_child, args=(send, list(sys.path), payload))
     process.start()
     send.close()
     try:
         if not receive.poll(timeout):
             raise FreshProcessError(f"no result after {timeout:g} s")
         try:
-            result = receive.recv()
+            result = pickle.loads(receive.recv_bytes())
         except EOFError:
             process.join(5)
             raise FreshProcessError(f"the process died (exit code {process.exitcode})") from None

@@ -61,6 +61,8 @@ def _by_backend(result):
 def test_a_fresh_process_is_another_process_and_reports_errors():
     assert coldstart.in_fresh_process(os.getpid) != os.getpid()
     assert coldstart.in_fresh_process(os.getpid, fork=True) != os.getpid()
+    # Tensors come back by value (not as descriptors of the dead process's memory).
+    assert torch.equal(coldstart.in_fresh_process(torch.ones, 3), torch.ones(3))
     with pytest.raises(coldstart.FreshProcessError, match="ValueError: invalid literal"):
         coldstart.in_fresh_process(int, "not a number\nsecond line")
 
