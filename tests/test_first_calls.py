@@ -234,6 +234,11 @@ def test_headroom_in_the_markdown():
     assert table == [["m1", "1", "b", "1.20x", "1.25x", "80%", "up to 1.25x"],
                      ["m2", "1", "b", "1.00x", "1.01x", "", "nothing to gain"],
                      ["m3", "1", "b", "1.39x", "1.41x", "95%", "at the limit"]]
+    rows["compilation_latency"], rows["compilation_kind"] = 1.5, "cold"
+    text = report.render_markdown(rows.assign(speedup_ci_low=None, speedup_ci_high=None,
+                                              baseline="xla", dev="cpu"))
+    assert "## Headroom" in text and "| m3 " in text and report.HEADROOM_NOTE in text
+    assert report.FIRST_CALL_NOTE in text and "| cold " in text
 
 
 # --------------------------------------------------------------------------
