@@ -263,7 +263,7 @@ class Probe:
             return fields
         n = self.timed_steps[shape]
         host_s = self.host_s.get(shape)
-        every = first + later + self._at("warm_start", shape)
+        every = first + later
         fields.update({
             "first_call_compiles": first["UncachedCompile"] + first["CachedCompile"],
             # Compiles of the first call that XLA's cache served: executables
@@ -277,18 +277,11 @@ class Probe:
             "executes_per_iter": timed["ExecuteTime.n"] / n if n else None,
             "host_ms": stats.median(host_s) * 1e3 if host_s else None,
             "fallback_ops": " ".join(sorted(
-                k.removeprefix("aten::") for k, v in (first + later).items()
+                k.removeprefix("aten::") for k, v in every.items()
                 if k.startswith("aten::") and v > 0)),
             **{field: every[counter] for field, counter in PERSISTENT_CACHE_COUNTERS.items()},
         })
         return fields
-
-    def warm_start(self, shape: Hashable = None) -> dict:
-        """Row fields of a ``warm_start`` step: XLA compiles in it that its
-        cache did not serve (0: the executable was found)."""
-        if not self.xla or ("warm_start", shape) not in self.phases:
-            return {}
-        return {"warm_start_fresh_compiles": self._at("warm_start", shape)["UncachedCompile"]}
 
 
 def compression_ratio(baseline_mb: float | None, backend_mb: float | None) -> float | None:
