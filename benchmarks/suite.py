@@ -31,7 +31,6 @@ import urllib.error
 from collections.abc import Callable, Iterable
 from functools import partial
 from types import ModuleType
-from typing import Any
 
 import torch
 from torch import nn
