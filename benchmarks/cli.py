@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import csv
 import difflib
+import math
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
 from .config import RunConfig
+from .usage import Parser, UsageError, guarded
 
 PROG = "runner.py"
 DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
@@ -27,17 +28,8 @@ DEFAULT_MIN_REPEAT = 5
 DEFAULT_TARGET_CI = 0.03
 
 
-class UsageError(Exception):
-    """A bad command line or input file: one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse would print usage and exit itself
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Benchmark torch._dynamo backends on TorchBench-named models.",
+    p = Parser(prog=PROG, description="Benchmark torch._dynamo backends on TorchBench-named models.",
                 epilog="Subcommands: `runner.py compare OLD.csv NEW.csv`, "
                        "`runner.py merge OUT.csv IN.csv...`, "
                        "`runner.py dashboard ROOT -o SITE`; each takes --help.")
@@ -69,7 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     sel.add_argument("--torchbench-dir", metavar="DIR",
                      help="the pytorch/benchmark checkout for --suite torchbench "
                           "(default: torchbenchmark from PYTHONPATH)")
-    sel.add_argument("--list-models", action="store_true", help="print the models and exit")
+    sel.add_argument("--list-models", action="store_true",
+                     help="print the selected models (after --only/-k/-x and the shard flags) and exit")
+    sel.add_argument("--dry-run", action="store_true",
+                     help="print what would run (models x backends, batch sizes, output files) and exit")
     sel.add_argument("--total-partitions", type=int, default=1, metavar="N",
                      help="split the selected models into N shards (for CI)")
     sel.add_argument("--partition-id", type=int, default=0, metavar="I", help="run shard I (0-based)")
@@ -143,13 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] in SUBCOMMANDS:
+        name, rest = argv[0], argv[1:]
+        return guarded(f"{PROG} {name}", lambda: SUBCOMMANDS[name](rest))
     try:
-        if argv and argv[0] in SUBCOMMANDS:
-            return SUBCOMMANDS[argv[0]](argv[1:])
-        return _run(build_parser().parse_args(argv))
-    except UsageError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
+        return guarded(PROG, lambda: _run(build_parser().parse_args(argv)))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; rows written so far are kept (rerun with --resume)",
               file=sys.stderr)
@@ -160,36 +153,82 @@ def _run(args: argparse.Namespace) -> int:
     _check_numbers(args)  # before the slow imports: a typo should fail at once
     use_torchbench_dir(args)
     from . import settings as settings_mod
-    from . import suite
 
     try:
         settings = settings_mod.load_settings(Path(args.configs) if args.configs else None)
     except settings_mod.ConfigError as err:
         raise UsageError(str(err)) from None
     if args.list_models:
-        try:
-            names = suite.list_models(args.suite)
-        except ValueError as err:  # e.g. --suite torchbench without the package
-            raise UsageError(str(err)) from None
-        print(_model_listing(names, settings, args))
+        print(_model_listing(select_models(args), settings, args))
         return 0
+    check_device(args.device)
     config = make_config(args)
-    from . import orchestrate
+    if args.dry_run:
+        print(_plan(config, settings))
+        return 0
+    from . import orchestrate, report, results
 
+    if args.overwrite:
+        results.clear_outputs(config.csv_path)
     os.environ["PJRT_DEVICE"] = DEVICES[config.device]
     print(f"{PROG}: {len(config.models)} model(s) x {', '.join(config.backends)} "
           f"vs {config.baseline} baseline ({config.phase}, {config.precision}, {config.dynamic} shapes) "
           f"-> {config.csv_path}", file=sys.stderr)
-    csv_path = orchestrate.run(config)
-    print(orchestrate.finish(csv_path))
+    try:
+        orchestrate.run(config)
+    except KeyboardInterrupt:
+        # The rows kept so far get their report, as a finished run's do.
+        report.finish(config.csv_path)
+        _print_written(config.csv_path)
+        raise
+    print(report.finish(config.csv_path))
     if config.compile_cache:
-        from . import report, results
-
-        warning = report.persistent_cache_warning(results.read_rows(csv_path))
+        warning = report.persistent_cache_warning(results.read_rows(config.csv_path))
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
-    print(f"\nwrote {csv_path} and {csv_path.with_suffix('.md')}", file=sys.stderr)
+    _print_written(config.csv_path)
     return 0
+
+
+def _print_written(csv_path: Path) -> None:
+    from .results import files_beside, logs_path
+
+    written = [p for p in files_beside(csv_path) if p.exists()]
+    if logs_path(csv_path).is_dir():
+        written.append(logs_path(csv_path))
+    print(f"\nwrote {', '.join(map(str, written))}", file=sys.stderr)
+
+
+def check_device(device: str) -> None:
+    """Refuse a device this machine lacks before any model runs (a worker
+    would only find out after loading torch_xla, model after model)."""
+    if device != "tpu":
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("libtpu") is None:
+        raise UsageError("--device tpu: no TPU runtime here (the libtpu package is not installed; "
+                         "pip install torch_xla[tpu] on a TPU VM)")
+    if not (list(Path("/dev").glob("accel*")) or list(Path("/dev/vfio").glob("[0-9]*"))):
+        raise UsageError("--device tpu: no TPU device on this machine (no /dev/accel* or /dev/vfio/*)")
+
+
+def _plan(config: RunConfig, settings) -> str:
+    """What a run would do: models x backends with their batch sizes, and
+    the files it would write."""
+    from tabulate import tabulate
+
+    from .results import files_beside, logs_path
+
+    profile = "cpu" if config.device == "cpu" else "accelerator"
+    rows = [(name, _batch_size_label(name, settings, config.suite, profile, config.training,
+                                     config.batch_size, config.batch_sizes),
+             ", ".join(config.backends)) for name in config.models]
+    table = tabulate(rows, headers=("model", "batch size", f"backends vs {config.baseline} baseline"))
+    outputs = "\n".join(f"  {p}" for p in [*files_beside(config.csv_path), logs_path(config.csv_path)])
+    return (f"{config.mode} {config.phase}, {config.precision}, {config.dynamic} shapes, on {config.device}: "
+            f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n\n{table}\n\n"
+            f"would write (logs only for failed workers):\n{outputs}")
 
 
 def make_config(args: argparse.Namespace) -> RunConfig:
@@ -202,7 +241,7 @@ def make_config(args: argparse.Namespace) -> RunConfig:
     phase = "training" if args.training else "inference"
     output = Path(args.output) if args.output else Path(
         args.output_directory, f"{mode}_{phase}_{args.device}.csv")
-    check_output(output, resume=args.resume, overwrite=args.overwrite)
+    check_output(output, resume=args.resume, overwrite=args.overwrite)  # removes nothing yet
     folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
                (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"),
                 ("--compile-cache", "compile_cache"))}
@@ -335,7 +374,7 @@ def select_models(args) -> list[str]:
         matches = [n for n in known if n == args.only] or [
             n for n in known if n.lower() == args.only.lower()]  # as TorchBench matches names
         if len(matches) != 1:
-            raise UsageError(str(suite.UnknownModelError(args.only, known)))
+            raise UsageError(str(suite.UnknownModelError(args.only, known)) + _torchbench_hint(args))
         names = matches
     else:
         include = [_regex(r, "-k/--filter") for r in args.filter]
@@ -347,6 +386,21 @@ def select_models(args) -> list[str]:
         raise UsageError("no model matches the selection; see --list-models")
     # Round-robin keeps shards balanced and deterministic for a given selection.
     return names[args.partition_id::args.total_partitions]
+
+
+def _torchbench_hint(args) -> str:
+    """Where a model outside our suites may be found."""
+    if args.suite == "torchbench":
+        return ""
+    try:
+        from . import suite
+
+        if args.only.lower() in {n.lower() for n in suite.list_models("torchbench")}:
+            return f" ({args.only} is a TorchBench model: add --suite torchbench)"
+    except ValueError:  # no torchbenchmark importable here
+        pass
+    return (" (TorchBench's other models run with --suite torchbench and a pytorch/benchmark "
+            "checkout: --torchbench-dir DIR)")
 
 
 def use_torchbench_dir(args) -> None:
@@ -374,6 +428,15 @@ def _regex(pattern: str, flag: str) -> re.Pattern:
         raise UsageError(f"{flag}: bad regular expression {pattern!r}: {err}") from None
 
 
+# The backends a user of this harness picks: ours, torch_xla's, and torch's
+# own for reference. Any other registered dynamo backend is accepted too.
+SUGGESTED_BACKENDS = {
+    "ours": ("torchxla_trace_once", "torchxla_trivial", "aot_torchxla_trace_once"),
+    "torch_xla's": ("openxla_eval", "openxla"),
+    "torch's": ("inductor", "eager", "aot_eager"),
+}
+
+
 def parse_backends(values: list[str] | None) -> tuple[str, ...]:
     names = [n.strip() for v in (values or [",".join(DEFAULT_BACKENDS)]) for n in v.split(",")]
     names = list(dict.fromkeys(n for n in names if n))
@@ -382,9 +445,12 @@ def parse_backends(values: list[str] | None) -> tuple[str, ...]:
     available = available_backends()
     for name in names:
         if name not in available:
-            close = difflib.get_close_matches(name, available, n=3)
+            candidates = [b for b in available if not b.endswith("_TESTING_ONLY")]
+            close = difflib.get_close_matches(name, candidates, n=3)
             hint = f"did you mean: {', '.join(close)}? " if close else ""
-            raise UsageError(f"unknown backend {name!r}; {hint}available: {', '.join(available)}")
+            picks = "; ".join(f"{who}: {', '.join(names)}" for who, names in SUGGESTED_BACKENDS.items())
+            raise UsageError(f"unknown backend {name!r}; {hint}backends to pick: {picks} "
+                             "(any registered dynamo backend works)")
     return tuple(names)
 
 
@@ -399,28 +465,11 @@ def available_backends() -> list[str]:
 
 def check_output(csv_path: Path, *, resume: bool, overwrite: bool) -> None:
     """Refuse an output that cannot be written, or one that would be lost."""
-    if csv_path.suffix != ".csv":
-        raise UsageError(f"--output must name a .csv file, got {csv_path}")
-    if csv_path.is_dir():
-        raise UsageError(f"output {csv_path} is a directory")
-    folder = csv_path.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UsageError(f"cannot create output folder {folder}: {err.strerror}") from None
-    if not os.access(folder, os.W_OK) or (csv_path.exists() and not os.access(csv_path, os.W_OK)):
-        raise UsageError(f"output {csv_path} is not writable")
-    if csv_path.exists() and csv_path.stat().st_size > 0 and not (resume or overwrite):
-        raise UsageError(f"{csv_path} exists; pass --resume to complete it or --overwrite to replace it")
+    from .results import check_output as check
+
+    check(csv_path, overwrite=overwrite, resume=resume)
     if resume and csv_path.exists() and csv_path.stat().st_size > 0:
         _check_resumable(csv_path)
-    if overwrite:
-        from .results import files_beside
-
-        # Everything an earlier run wrote beside the CSV, so nothing stale stays.
-        for path in files_beside(csv_path):
-            path.unlink(missing_ok=True)
-        shutil.rmtree(csv_path.with_suffix(".logs"), ignore_errors=True)
 
 
 def _check_resumable(csv_path: Path) -> None:
@@ -437,24 +486,107 @@ def _check_resumable(csv_path: Path) -> None:
                          "writes (an older version's file?); pass a new --output, or --overwrite")
 
 
+def _batch_size_label(name: str, settings, suite: str, profile: str, training: bool,
+                      override: int | None = None, cycle: tuple[int, ...] = ()) -> str:
+    if cycle:
+        return ",".join(map(str, cycle))
+    if override is not None:
+        return str(override)
+    if suite == "torchbench" and not settings.lists(name):
+        return "TorchBench's default"
+    return str(settings.for_model(name).batch_size(profile, training))
+
+
 def _model_listing(names, settings, args) -> str:
     from tabulate import tabulate
 
     profile = "cpu" if args.device == "cpu" else "accelerator"
-
-    def size(name: str, training: bool):
-        if args.suite == "torchbench" and not settings.lists(name):
-            return "TorchBench's default"
-        return settings.for_model(name).batch_size(profile, training)
-
-    rows = [(n, size(n, False), size(n, True)) for n in names]
+    rows = [(n, _batch_size_label(n, settings, args.suite, profile, False),
+             _batch_size_label(n, settings, args.suite, profile, True)) for n in names]
     return tabulate(rows, headers=("model", f"batch size ({profile})", "training batch size"))
 
 
-def _compare(argv: list[str]) -> int:
+def _compare_parser(prog: str | None) -> argparse.ArgumentParser:
+    parser = Parser(
+        prog=prog,
+        description="Compare two benchmark runs (result CSVs with their .jsonl samples beside them) "
+        "on the per-repeat backend/baseline ratio. Exit status: 0 pass, 1 a row got slower, newly "
+        "failed or was removed (or is inconclusive, with --fail-on-inconclusive), 2 bad input or "
+        "an output that cannot be written.",
+    )
+    parser.add_argument("old", metavar="OLD", help="results CSV of the reference run")
+    parser.add_argument("new", metavar="NEW", help="results CSV of the run to judge")
+    parser.add_argument("--threshold", type=float, default=0.05,
+                        help="smallest relative change of the ratio that counts (default 0.05 = 5%%)")
+    parser.add_argument("--alpha", type=float, default=0.05,
+                        help="significance level of the Mann-Whitney U test (default 0.05)")
+    parser.add_argument("--min-samples", type=int, default=5,
+                        help="paired samples per side needed to test; fewer: inconclusive (default 5)")
+    parser.add_argument("--latency-criterion", action="store_true",
+                        help="also mark a row slower when its absolute latency alone got slower")
+    parser.add_argument("--allow-removed", action="store_true",
+                        help="pass even if rows of OLD are missing from NEW")
+    parser.add_argument("--fail-on-inconclusive", action="store_true",
+                        help="fail when a row has too few samples to test")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the markdown comparison here")
+    parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
+    parser.add_argument("--plot", metavar="PATH", help="also write the comparison chart (PNG) here")
+    return parser
+
+
+def _check_compare_args(args: argparse.Namespace) -> None:
+    if not (math.isfinite(args.threshold) and args.threshold >= 0):
+        raise UsageError(f"--threshold must be a number >= 0, got {args.threshold:g}")
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    if args.min_samples < 2:
+        raise UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
+    inputs = {Path(args.old).resolve(), Path(args.new).resolve()}
+    for flag in ("markdown", "json", "plot"):
+        path = getattr(args, flag)
+        if path and Path(path).resolve() in inputs:
+            raise UsageError(f"--{flag} {path} is an input; choose another path")
+
+
+def _write_comparison(comparison, args: argparse.Namespace) -> None:
+    """Write the requested files, creating their folders; OSError on failure."""
+    from . import compare, plots  # matplotlib is slow to import: only for compare
+
+    texts = {args.markdown: compare.render_markdown, args.json: compare.render_json}
+    for path, render in texts.items():
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(render(comparison), encoding="utf-8")
+    if args.plot:
+        plots.plot_comparison(comparison, args.plot)
+
+
+def _error_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def compare_main(argv: list[str], prog: str = f"{PROG} compare") -> int:
+    """``runner.py compare OLD NEW``: print the comparison; 0 pass, 1 fail,
+    2 bad input or an output that cannot be written."""
     from . import compare
 
-    return compare.main(argv, prog=f"{PROG} compare")
+    args = _compare_parser(prog).parse_args(argv)
+    _check_compare_args(args)
+    try:
+        comparison = compare.compare(args.old, args.new, args.threshold, args.alpha, args.min_samples,
+                                     latency_criterion=args.latency_criterion,
+                                     allow_removed=args.allow_removed,
+                                     fail_on_inconclusive=args.fail_on_inconclusive)
+        print(compare.render_console(comparison), end="")
+        _write_comparison(comparison, args)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # Bad input or an unwritable output, not a regression: exit status 2,
+        # never 1, which CI reads as "slower".
+        raise UsageError(_error_line(exc)) from None
+    return compare.exit_code(comparison)
 
 
 def _merge(argv: list[str]) -> int:
@@ -469,4 +601,4 @@ def _dashboard(argv: list[str]) -> int:
     return dashboard.main(argv)
 
 
-SUBCOMMANDS = {"compare": _compare, "merge": _merge, "dashboard": _dashboard}
+SUBCOMMANDS = {"compare": compare_main, "merge": _merge, "dashboard": _dashboard}

@@ -9,7 +9,7 @@ Offers:
   ``new failure`` or ``removed`` (unless allowed), or ``inconclusive`` when
   told to fail on it; else 0.
 * ``render_markdown`` / ``render_console`` / ``render_json`` -- strings.
-* ``main(argv) -> int`` -- the command line (``python runner.py compare OLD NEW``):
+* The command line (``python runner.py compare OLD NEW``, in ``benchmarks.cli``):
   0 pass, 1 fail, 2 bad input or an output that cannot be written.
 
 Compute first, render second (the shape of google/benchmark's
@@ -52,11 +52,8 @@ replaces the earlier attempt.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import os
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -638,107 +635,3 @@ def render_json(comparison: Comparison) -> str:
     }
     return json.dumps(results.plain(document), indent=1, allow_nan=False) + "\n"
 
-
-# --------------------------------------------------------------------------
-# Command line
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line and exit status 2, without the usage block
-        raise _UsageError(message)
-
-
-class _UsageError(Exception):
-    pass
-
-
-def _parser(prog: str | None) -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog=prog,
-        description="Compare two benchmark runs (result CSVs with their .jsonl samples beside them) "
-        "on the per-repeat backend/baseline ratio. Exit status: 0 pass, 1 a row got slower, newly "
-        "failed or was removed (or is inconclusive, with --fail-on-inconclusive), 2 bad input or "
-        "an output that cannot be written.",
-    )
-    parser.add_argument("old", metavar="OLD", help="results CSV of the reference run")
-    parser.add_argument("new", metavar="NEW", help="results CSV of the run to judge")
-    parser.add_argument("--threshold", type=float, default=0.05,
-                        help="smallest relative change of the ratio that counts (default 0.05 = 5%%)")
-    parser.add_argument("--alpha", type=float, default=0.05,
-                        help="significance level of the Mann-Whitney U test (default 0.05)")
-    parser.add_argument("--min-samples", type=int, default=5,
-                        help="paired samples per side needed to test; fewer: inconclusive (default 5)")
-    parser.add_argument("--latency-criterion", action="store_true",
-                        help="also mark a row slower when its absolute latency alone got slower")
-    parser.add_argument("--allow-removed", action="store_true",
-                        help="pass even if rows of OLD are missing from NEW")
-    parser.add_argument("--fail-on-inconclusive", action="store_true",
-                        help="fail when a row has too few samples to test")
-    parser.add_argument("--markdown", metavar="PATH", help="also write the markdown comparison here")
-    parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
-    parser.add_argument("--plot", metavar="PATH", help="also write the comparison chart (PNG) here")
-    return parser
-
-
-def _check_args(args: argparse.Namespace) -> None:
-    if not (math.isfinite(args.threshold) and args.threshold >= 0):
-        raise _UsageError(f"--threshold must be a number >= 0, got {args.threshold:g}")
-    if not 0 < args.alpha < 1:
-        raise _UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
-    if args.min_samples < 2:
-        raise _UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
-    inputs = {Path(args.old).resolve(), Path(args.new).resolve()}
-    for flag in ("markdown", "json", "plot"):
-        path = getattr(args, flag)
-        if path and Path(path).resolve() in inputs:
-            raise _UsageError(f"--{flag} {path} is an input; choose another path")
-
-
-def _write_outputs(comparison: Comparison, args: argparse.Namespace) -> None:
-    """Write the requested files, creating their folders; OSError on failure."""
-    texts = {args.markdown: render_markdown, args.json: render_json}
-    for path, render in texts.items():
-        if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(render(comparison), encoding="utf-8")
-    if args.plot:
-        from benchmarks import plots  # matplotlib is slow to import; only when asked
-
-        plots.plot_comparison(comparison, args.plot)
-
-
-def _error_line(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.filename}: {exc.strerror or exc}"
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    """Print the comparison of OLD and NEW; return the exit status (0, 1 or 2)."""
-    parser = _parser(prog)
-    try:
-        args = parser.parse_args(argv)
-        _check_args(args)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except _UsageError as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        comparison = compare(args.old, args.new, args.threshold, args.alpha, args.min_samples,
-                             latency_criterion=args.latency_criterion,
-                             allow_removed=args.allow_removed,
-                             fail_on_inconclusive=args.fail_on_inconclusive)
-        print(render_console(comparison), end="")
-        _write_outputs(comparison, args)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        # Bad input or an unwritable output, not a regression: one line, no
-        # traceback, and never exit status 1, which CI reads as "slower".
-        print(f"{parser.prog}: error: {_error_line(exc)}", file=sys.stderr)
-        return 2
-    return exit_code(comparison)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

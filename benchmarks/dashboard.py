@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import results
+from benchmarks.usage import Parser, UsageError, guarded
 
 PROG = "runner.py dashboard"
 RESULT = "performance.csv"  # the merged run of a night (benchmarks.nightly.RESULT)
@@ -60,10 +61,6 @@ MARKER_LIMIT = 60
 ERROR_CHARS = 160
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")
-
-
-class DashboardError(Exception):
-    """Bad input or an unwritable site: one line, exit code 2."""
 
 
 # --------------------------------------------------------------------------
@@ -83,7 +80,7 @@ def find_nights(root: Path) -> list[Night]:
     """The nights under ``root`` in date order; a folder without a result
     (a run still going, or one that died) is skipped with a warning."""
     if not root.is_dir():
-        raise DashboardError(f"{root}: no such folder")
+        raise UsageError(f"{root}: no such folder")
     nights = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and NIGHT_NAME.match(p.name)):
         if not (folder / RESULT).is_file():
@@ -91,7 +88,7 @@ def find_nights(root: Path) -> list[Night]:
             continue
         nights.append(Night(folder.name, folder, _verdict(folder / VERDICT_FILE)))
     if not nights:
-        raise DashboardError(f"{root}: no nights found (folders YYYY-MM-DD with a {RESULT})")
+        raise UsageError(f"{root}: no nights found (folders YYYY-MM-DD with a {RESULT})")
     return nights
 
 
@@ -122,7 +119,7 @@ def load_history(nights: Sequence[Night]) -> pd.DataFrame:
             detail = (str(err).splitlines() or [type(err).__name__])[0]
             _warn(f"{night.folder / RESULT}: unreadable ({detail}); night skipped")
     if not frames:
-        raise DashboardError("no night could be read")
+        raise UsageError("no night could be read")
     return combine(frames)
 
 
@@ -364,18 +361,18 @@ def write_site(site: Path, nights: Sequence[Night], history: pd.DataFrame,
         tmp.write_text(render_page(data, nights, links, title), encoding="utf-8")
         tmp.replace(index)  # a reader never sees half a page
     except OSError as err:
-        raise DashboardError(f"cannot write the site: {err.filename or site}: {err.strerror or err}") from None
+        raise UsageError(f"cannot write the site: {err.filename or site}: {err.strerror or err}") from None
     return index
 
 
 def build(root: str | Path, site: str | Path, title: str = "Nightly benchmark history") -> Path:
     """Write ``site/index.html`` from the nights under ``root``; returns its path.
 
-    Raises ``DashboardError`` on bad input or an unwritable site.
+    Raises ``UsageError`` on bad input or an unwritable site.
     """
     root, site = Path(root), Path(site)
     if site.exists() and not site.is_dir():
-        raise DashboardError(f"{site} exists and is not a folder")
+        raise UsageError(f"{site} exists and is not a folder")
     nights = find_nights(root)
     return write_site(site, nights, load_history(nights), title)
 
@@ -384,13 +381,8 @@ def build(root: str | Path, site: str | Path, title: str = "Nightly benchmark hi
 # Command line
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise DashboardError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Render the nightly history (ROOT/<date>/performance.csv) "
+    p = Parser(prog=PROG, description="Render the nightly history (ROOT/<date>/performance.csv) "
                                        "as a static site that works offline.")
     p.add_argument("root", metavar="ROOT", help="folder of the dated nights, e.g. results/nightly")
     p.add_argument("-o", "--output", metavar="SITE", required=True, help="folder to write index.html into")
@@ -400,16 +392,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """0 when the site was written, 2 on bad input."""
-    try:
+    def body() -> int:
         args = build_parser().parse_args(argv)
         index = build(args.root, args.output, args.title)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except DashboardError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    print(f"wrote {index}", file=sys.stderr)
-    return 0
+        print(f"wrote {index}", file=sys.stderr)
+        return 0
+
+    return guarded(PROG, body)
 
 
 _STYLE = """

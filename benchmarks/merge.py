@@ -6,7 +6,7 @@ each input CSV and the raw samples beside it (``IN.jsonl``), and writes
 models writes them: the same header (``results.CSV_COLUMNS``), rows in model
 order (a stable sort by name, as a single run runs its models sorted, each
 model's rows keeping their order), the samples in the same order, and the
-report and plot a run renders at its end (``orchestrate.finish``: ``OUT.md``
+report and plot a run renders at its end (``report.finish``: ``OUT.md``
 and ``OUT.png``). Cells are copied as text, so numbers come out exactly as
 the shards wrote them.
 
@@ -37,34 +37,24 @@ samples before the CSV before the report, so no reader sees half a file.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import os
 import sys
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from benchmarks import results
+from benchmarks.usage import Parser, UsageError, guarded
 
 PROG = "runner.py merge"
 # What makes two rows the same measurement: results.experiment_key.
 MAX_LISTED = 5  # duplicates named in the error; the rest are counted
 
 
-class MergeError(Exception):
-    """Bad input: one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse would print usage and exit itself
-        raise MergeError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog=PROG,
         description="Merge the CSVs (and the .jsonl samples beside them) of several runs, "
                     "e.g. --total-partitions shards, into one CSV + JSONL + markdown report.",
@@ -97,88 +87,47 @@ def _warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
-def _read_text(path: Path) -> str:
-    """The text of ``path`` without a torn (unterminated) last line."""
+@contextmanager
+def _reading(path: Path):
+    """Read through ``benchmarks.results``: its warnings (a torn last line)
+    become this command's warning lines, its errors one usage error."""
     if not path.exists():
-        raise MergeError(f"{path}: no such file")
+        raise UsageError(f"{path}: no such file")
     if not path.is_file():
-        raise MergeError(f"{path}: not a file")
+        raise UsageError(f"{path}: not a file")
     try:
-        text = path.read_bytes().decode("utf-8")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
     except OSError as err:
-        raise MergeError(f"{path}: cannot read it: {err.strerror or err}") from None
+        raise UsageError(f"{err.filename or path}: cannot read it: {err.strerror or err}") from None
     except UnicodeDecodeError:
-        raise MergeError(f"{path}: not a text file (invalid UTF-8)") from None
-    if text and not text.endswith("\n"):
-        kept, _, torn = text.rpartition("\n")
-        _warn(f"{path}: ignoring truncated last line {torn[:40]!r}")
-        text = kept + "\n" if kept else ""
-    return text
+        raise UsageError(f"{path}: not a text file (invalid UTF-8)") from None
+    except (ValueError, TypeError) as err:  # pandas' parse errors are ValueErrors
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if not detail.startswith(str(path)):
+            detail = f"{path}: not a results CSV: {detail}"
+        raise UsageError(detail) from None
+    for warning in dict.fromkeys(str(w.message) for w in caught):
+        _warn(warning)
 
 
 def read_shard(path: Path) -> Shard:
-    """Read and check one input CSV and the samples beside it."""
+    """Read and check one input CSV and the files beside it."""
     shard = Shard(Path(path))
-    text = _read_text(shard.path)
-    _check_results_csv(shard.path)
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    if header is not None:
-        unknown = [c for c in header if c not in results.CSV_COLUMNS]
-        if unknown:
-            raise MergeError(f"{path}: columns this harness doesn't know: {', '.join(unknown)}")
-        for record in reader:
-            if not record:
-                continue
-            if len(record) != len(header):
-                raise MergeError(f"{path}:{reader.line_num}: {len(record)} fields, "
-                                 f"the header has {len(header)}")
-            row = dict(zip(header, record))
-            shard.rows.append({c: row.get(c, "") for c in results.CSV_COLUMNS})
+    with _reading(shard.path):
+        shard.rows = results.read_cells(shard.path)
     samples = results.samples_path(shard.path)
     if samples.exists():
-        shard.samples = _read_samples(samples)
+        with _reading(samples):
+            shard.samples = [(record["name"], line) for record, line in results.read_sample_lines(samples)]
     else:
         shard.has_samples = False
     breaks = results.graph_breaks_path(shard.path)
     if breaks.exists():
-        shard.graph_breaks = _read_graph_breaks(breaks)
+        with _reading(breaks):
+            shard.graph_breaks = results.read_graph_break_records(shard.path)
     return shard
-
-
-def _read_graph_breaks(path: Path) -> list[list[str]]:
-    records = list(csv.reader(io.StringIO(_read_text(path))))
-    if records and records[0] != results.GRAPH_BREAK_COLUMNS:
-        raise MergeError(f"{path}: not a graph-break CSV (columns {', '.join(records[0])})")
-    return [r for r in records[1:] if r]
-
-
-def _check_results_csv(path: Path) -> None:
-    """``results.read_rows`` must accept the file: required columns, typed cells."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a torn tail: already warned about
-            results.read_rows(path)
-    except (ValueError, TypeError, OSError) as err:  # pandas' errors are ValueErrors
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        if not detail.startswith(str(path)):
-            detail = f"{path}: not a results CSV: {detail}"
-        raise MergeError(detail) from None
-
-
-def _read_samples(path: Path) -> list[tuple[str, str]]:
-    records = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise MergeError(f"{path}:{number}: invalid JSON: {err.msg}") from None
-        if not isinstance(record, dict) or not isinstance(record.get("name"), str):
-            raise MergeError(f"{path}:{number}: not a samples record (no model name)")
-        records.append((record["name"], line))
-    return records
 
 
 # --------------------------------------------------------------------------
@@ -209,7 +158,7 @@ def merge(shards: Sequence[Shard]) -> tuple[list[dict[str, str]], list[str]]:
     """The merged rows and sample lines, in model order (stable by name)."""
     found = duplicates(shards)
     if found:
-        raise MergeError(_describe_duplicates(found))
+        raise UsageError(_describe_duplicates(found))
     rows = sorted((row for shard in shards for row in shard.rows), key=lambda row: row["name"])
     samples = sorted((s for shard in shards for s in shard.samples), key=lambda s: s[0])
     return rows, [line for _, line in samples]
@@ -220,19 +169,9 @@ def merge(shards: Sequence[Shard]) -> tuple[list[dict[str, str]], list[str]]:
 
 
 def check_output(out: Path, inputs: Sequence[Path], overwrite: bool) -> None:
-    if out.suffix != ".csv":
-        raise MergeError(f"OUT must name a .csv file, got {out}")
-    if out.is_dir():
-        raise MergeError(f"OUT {out} is a directory")
-    resolved = out.resolve()
-    if any(resolved == p.resolve() for p in inputs):
-        raise MergeError(f"OUT {out} is also an input; merge into a new file")
-    existing = [p for p in (out, results.samples_path(out), results.markdown_path(out),
-                            results.graph_breaks_path(out)) if p.exists()]
-    if existing and not overwrite:
-        raise MergeError(f"{existing[0]} exists; pass --overwrite to replace it")
-    if out.parent.is_dir() and not os.access(out.parent, os.W_OK):
-        raise MergeError(f"output folder {out.parent} is not writable")
+    if any(out.resolve() == p.resolve() for p in inputs):
+        raise UsageError(f"OUT {out} is also an input; merge into a new file")
+    results.check_output(out, overwrite=overwrite)
 
 
 def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str],
@@ -240,16 +179,17 @@ def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]
     """Write OUT.jsonl, the graph-break CSV (when an input had one), then
     OUT.csv, each renamed into place, then the report and plot as a run
     does; returns the console report."""
-    # Imported only once the input is good: it loads torch and matplotlib.
-    from benchmarks import orchestrate
+    # Imported only once the input is good: it loads matplotlib.
+    from benchmarks import report
 
     csv_text = results.csv_line(results.CSV_COLUMNS) + "".join(
         results.csv_line([row[c] for c in results.CSV_COLUMNS]) for row in rows)
     samples_text = "".join(line + "\n" for line in sample_lines)
+    results.clear_outputs(out)  # nothing stale of an overwritten run stays beside it
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise MergeError(f"cannot create output folder {out.parent}: {err.strerror or err}") from None
+        raise UsageError(f"cannot create output folder {out.parent}: {err.strerror or err}") from None
     pending = [(results.samples_path(out), samples_text), (out, csv_text)]
     if graph_breaks is not None:
         breaks_text = "".join(results.csv_line(r) for r in [results.GRAPH_BREAK_COLUMNS, *graph_breaks])
@@ -263,9 +203,9 @@ def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]
                 os.fsync(f.fileno())
         for tmp, (path, _) in zip(temporary, pending):
             os.replace(tmp, path)
-        return orchestrate.finish(out)
+        return report.finish(out)
     except OSError as err:
-        raise MergeError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
+        raise UsageError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
     finally:
         for tmp in temporary:
             tmp.unlink(missing_ok=True)
@@ -279,12 +219,12 @@ def run(out: Path, inputs: Sequence[Path], overwrite: bool = False) -> tuple[int
     """Merge ``inputs`` into ``out``; returns the number of rows and of
     sample records written, and the console report.
 
-    Raises ``MergeError`` on bad input, before anything is written.
+    Raises ``UsageError`` on bad input, before anything is written.
     """
     seen: dict[Path, Path] = {}
     for path in inputs:
         if path.resolve() in seen:
-            raise MergeError(f"{path} is given twice")
+            raise UsageError(f"{path} is given twice")
         seen[path.resolve()] = path
     check_output(out, inputs, overwrite)  # cheap checks first: nothing read yet
     # Then every input is read and checked before anything is written.
@@ -303,21 +243,17 @@ def run(out: Path, inputs: Sequence[Path], overwrite: bool = False) -> tuple[int
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``runner.py merge OUT.csv IN.csv...``: 0 when merged, 2 on bad input."""
-    try:
+    def body() -> int:
         args = build_parser().parse_args(argv)
         out, inputs = Path(args.output), [Path(p) for p in args.inputs]
         n_rows, n_samples, console = run(out, inputs, overwrite=args.overwrite)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except MergeError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    print(console, end="")
-    print(f"\nmerged {n_rows} row(s) and {n_samples} sample record(s) from {len(inputs)} input(s) "
-          f"into {out}, {results.samples_path(out)} and {results.markdown_path(out)}",
-          file=sys.stderr)
-    return 0
+        print(console, end="")
+        print(f"\nmerged {n_rows} row(s) and {n_samples} sample record(s) from {len(inputs)} input(s) "
+              f"into {out}; wrote {', '.join(str(p) for p in results.files_beside(out) if p.exists())}",
+              file=sys.stderr)
+        return 0
 
+    return guarded(PROG, body)
 
 if __name__ == "__main__":
     sys.exit(main())

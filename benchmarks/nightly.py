@@ -39,6 +39,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from benchmarks.usage import Parser, UsageError, guarded
+
 NIGHTLY_BACKENDS = ("torchxla_trivial", "torchxla_trace_once", "openxla_eval", "inductor")
 RESULT = "performance.csv"
 SHARDS_DIR = "shards"
@@ -54,15 +56,6 @@ PUBLISHED = ("performance.csv", "performance.jsonl", "performance.md", "performa
 OWNED_FLAGS = {"--output", "--output-directory", "--resume", "--overwrite", "--backend",
                "--total-partitions", "--partition-id"}
 PROG = "python -m benchmarks.nightly"
-
-
-class NightlyError(Exception):
-    """Bad input or a failed step: one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise NightlyError(message)
 
 
 # --------------------------------------------------------------------------
@@ -121,7 +114,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
 
 def _parser(step: str | None) -> argparse.ArgumentParser:
     prog = f"{PROG} {step}" if step else PROG
-    p = _Parser(prog=prog, description=__doc__.splitlines()[0])
+    p = Parser(prog=prog, description=__doc__.splitlines()[0])
     if step == "plan":
         p.add_argument("--shards", type=_shards, default=4, help="number of shard jobs")
         p.add_argument("--date", default="", type=_date, help="the night (default: today, UTC)")
@@ -161,7 +154,7 @@ def _runner(flags: list[str]) -> int:
 def _runner_flags(args: argparse.Namespace, csv_path: Path) -> list[str]:
     clash = sorted(OWNED_FLAGS.intersection(a.split("=")[0] for a in args.runner_args))
     if clash:
-        raise NightlyError(f"the nightly job sets {', '.join(clash)} itself")
+        raise UsageError(f"the nightly job sets {', '.join(clash)} itself")
     flags = ["--performance", "--use-xla-baseline", "--randomize-input", "--backend", args.backends,
              "--output", str(csv_path)]
     for regex in args.filter:
@@ -175,7 +168,7 @@ def _runner_flags(args: argparse.Namespace, csv_path: Path) -> list[str]:
 def shard(args: argparse.Namespace) -> int:
     """Shard ``--shard`` of ``--shards`` into ROOT/D/shards/shard-I.csv."""
     if not 0 <= args.shard < args.shards:
-        raise NightlyError(f"--shard must be in [0, {args.shards - 1}], got {args.shard}")
+        raise UsageError(f"--shard must be in [0, {args.shards - 1}], got {args.shard}")
     csv_path = shard_csv(args.root, args.date, args.shard)
     flags = _runner_flags(args, csv_path) + ["--total-partitions", str(args.shards),
                                              "--partition-id", str(args.shard)]
@@ -188,7 +181,7 @@ def merge(args: argparse.Namespace) -> int:
     shards = sorted(p for p in night_dir(args.root, args.date).glob(f"{SHARDS_DIR}/shard-*.csv")
                     if SHARD_NAME.match(p.name))
     if not shards:
-        raise NightlyError(f"no shards under {night_dir(args.root, args.date) / SHARDS_DIR}")
+        raise UsageError(f"no shards under {night_dir(args.root, args.date) / SHARDS_DIR}")
     from benchmarks import merge as merge_mod
 
     out = night_dir(args.root, args.date) / RESULT
@@ -201,17 +194,17 @@ def gate(args: argparse.Namespace, compare_flags: Sequence[str] = ()) -> int:
     tonight = night_dir(args.root, args.date)
     csv_path = tonight / RESULT
     if not csv_path.exists():
-        raise NightlyError(f"{csv_path} not found: run (or merge) the night first")
+        raise UsageError(f"{csv_path} not found: run (or merge) the night first")
     previous = args.previous or previous_run(args.root, args.date)
     if previous is None:
         print(f"nightly: first night under {args.root}; nothing to compare with", file=sys.stderr)
         return 0
     print(f"nightly: comparing with {previous}", file=sys.stderr)
-    from benchmarks import compare
+    from benchmarks import cli
 
-    return compare.main([str(previous), str(csv_path), *compare_flags,
-                         "--markdown", str(tonight / "compare.md"), "--json", str(tonight / "compare.json"),
-                         "--plot", str(tonight / "compare.png")], prog="nightly gate")
+    return cli.compare_main([str(previous), str(csv_path), *compare_flags,
+                             "--markdown", str(tonight / "compare.md"), "--json", str(tonight / "compare.json"),
+                             "--plot", str(tonight / "compare.png")], prog="nightly gate")
 
 
 def run_all(args: argparse.Namespace) -> int:
@@ -228,7 +221,7 @@ def _git(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
     if check and done.returncode != 0:
         detail = (done.stderr.strip() or done.stdout.strip()).splitlines()
-        raise NightlyError(f"git {' '.join(args)}: {detail[-1] if detail else f'exit {done.returncode}'}")
+        raise UsageError(f"git {' '.join(args)}: {detail[-1] if detail else f'exit {done.returncode}'}")
     return done
 
 
@@ -238,7 +231,7 @@ def fetch_history(args: argparse.Namespace) -> int:
     becomes an empty worktree that ``publish`` turns into the branch."""
     root = args.root
     if root.exists() and any(root.iterdir()):
-        raise NightlyError(f"{root} exists and is not empty; fetch the history into a fresh folder")
+        raise UsageError(f"{root} exists and is not empty; fetch the history into a fresh folder")
     found = _git("fetch", "--depth=1", args.remote, f"refs/heads/{args.branch}", check=False)
     if found.returncode == 0:
         _git("worktree", "add", "--detach", str(root), "FETCH_HEAD")
@@ -247,7 +240,7 @@ def fetch_history(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 0
     if _git("ls-remote", "--exit-code", "--heads", args.remote, args.branch, check=False).returncode != 2:
-        raise NightlyError(f"cannot fetch {args.branch} from {args.remote}: {found.stderr.strip()}")
+        raise UsageError(f"cannot fetch {args.branch} from {args.remote}: {found.stderr.strip()}")
     _git("worktree", "add", "--detach", str(root), "HEAD")
     _git("checkout", "--orphan", f"{args.branch}-new", cwd=root)
     _git("rm", "-r", "-q", "--cached", ".", cwd=root, check=False)
@@ -273,7 +266,7 @@ def publish(args: argparse.Namespace) -> int:
     tonight = night_dir(args.root, args.date)
     files = [f"{args.date}/{name}" for name in PUBLISHED if (tonight / name).is_file()]
     if RESULT not in {Path(f).name for f in files}:
-        raise NightlyError(f"{tonight / RESULT} not found: nothing to publish")
+        raise UsageError(f"{tonight / RESULT} not found: nothing to publish")
     _git("add", "--", *files, cwd=args.root)
     if _git("diff", "--cached", "--quiet", cwd=args.root, check=False).returncode == 0:
         print(f"nightly: {args.date} is already on {args.branch} as it is; nothing to publish",
@@ -295,19 +288,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     step = argv[0] if argv and argv[0] in STEPS else None
     rest = argv[1:] if step else argv
-    try:
+
+    def body() -> int:
         if step == "gate":
             # compare's own flags (--allow-removed, --threshold 0.1, ...) pass through.
             args, compare_flags = _parser(step).parse_known_args(rest)
             return gate(args, compare_flags)
         args = _parser(step).parse_args(rest)
         return STEPS[step](args) if step else run_all(args)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except NightlyError as err:
-        print(f"{PROG}{' ' + step if step else ''}: error: {err}", file=sys.stderr)
-        return 2
 
+    return guarded(f"{PROG}{' ' + step if step else ''}", body)
 
 if __name__ == "__main__":
     sys.exit(main())

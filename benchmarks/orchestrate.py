@@ -22,8 +22,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import plots, report, results, worker
+from . import results, worker
 from .config import RunConfig
+
+
+WORKER = ("-m", "benchmarks.worker")  # python's arguments before the job's
 
 
 def run(config: RunConfig) -> Path:
@@ -35,16 +38,22 @@ def run(config: RunConfig) -> Path:
     results.append_graph_breaks(csv_path, [])
     results.append_rows(csv_path, [])
     todo = pending_work(config)
-    with tqdm(todo, unit="model", desc=f"{config.mode} {config.phase}", file=sys.stderr,
+    if not todo:
+        print(f"nothing left to run: {csv_path} has a row of every experiment selected",
+              file=sys.stderr)
+        return csv_path
+    with tqdm(total=len(todo), unit="model", desc=f"{config.mode} {config.phase}", file=sys.stderr,
               dynamic_ncols=True) as progress:
-        for name, backends in progress:
+        for name, backends in todo:
             progress.set_postfix_str(f"running {name}")
             result = run_one(config.replace(backends=backends), name)
             # Samples first: a row in the CSV always has its samples beside it.
             results.append_samples(results.samples_path(csv_path), result.samples)
             results.append_graph_breaks(csv_path, result.graph_breaks)
             results.append_rows(csv_path, result.rows)
-        progress.set_postfix_str("done")
+            progress.update()
+        # Shown once, by close: refreshing here too would print the last line twice.
+        progress.set_postfix_str("done", refresh=False)
     return csv_path
 
 
@@ -90,8 +99,9 @@ def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
         with open(log, "wb") as log_file:
             # The child's output goes to a file, never a pipe: a model that
             # floods stdout cannot block on a pipe nobody reads.
+            # Unbuffered (-u): a worker killed for its time keeps what it printed.
             proc = subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.worker", str(job), str(out)],
+                [sys.executable, "-u", *WORKER, str(job), str(out)],
                 stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, preexec_fn=_die_with_parent,
             )
@@ -99,8 +109,14 @@ def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
                 code = proc.wait(timeout=config.timeout)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
+                why = f"no result after {config.timeout:g} s"
+                log_file.write(f"\n[runner.py] {name}: timed out: {why}; the worker was killed\n".encode())
+                log_file.flush()
                 _keep_log(config, name, log)
-                return worker.failed(config, base, "timeout", f"no result after {config.timeout:g} s")
+                return worker.failed(config, base, "timeout", why)
+            except KeyboardInterrupt:
+                _kill_group(proc)  # its own session: Ctrl-C reached only us
+                raise
         # The worker writes its result last, in one rename: if it is there, the
         # rows are whole, whatever the exit code says. (torch_xla's exit handler
         # exits with 1 when work a failed backend left pending fails at exit.)
@@ -153,17 +169,9 @@ def _tail(log: Path) -> str:
 
 def _keep_log(config: RunConfig, name: str, log: Path) -> None:
     """Keep a failed worker's output tail beside the CSV, for debugging."""
-    folder = config.csv_path.with_suffix(".logs")
+    folder = results.logs_path(config.csv_path)
     folder.mkdir(parents=True, exist_ok=True)
     with open(log, "rb") as f:
         f.seek(max(0, os.path.getsize(log) - 256 * 1024))
         Path(folder, f"{name}.log").write_bytes(f.read())
 
-
-def finish(csv_path: Path) -> str:
-    """Render the stored rows: the plot and the markdown beside the CSV;
-    returns the console report."""
-    df = results.read_rows(csv_path)
-    png = plots.plot_speedups(df, csv_path.with_suffix(".png"))
-    report.write_markdown(csv_path, plot=png.name)
-    return report.render_console(df)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from benchmarks import compare, results, stats
 
@@ -36,6 +37,7 @@ MARK_COLORS = {
     compare.NO_CHANGE: "tab:gray",
     compare.INCONCLUSIVE: "tab:orange",
 }
+LOG_TICKS = tuple(m * 10.0 ** e for e in range(-3, 4) for m in (1, 2, 5))  # labelled speedups
 OTHER_COLOR = "tab:purple"  # a mark with a change but no color of its own
 
 
@@ -80,11 +82,32 @@ def _error_bars(rows: pd.DataFrame) -> np.ndarray:
     return np.clip(np.vstack([below, above]), 0.0, None)
 
 
-def plot_speedups(df: pd.DataFrame, png_path: str | os.PathLike, title: str = "Speedup over baseline") -> Path:
-    """Grouped speedup bars of one run, written to ``png_path``; returns the path.
+def _values(df: pd.DataFrame, column: str, unknown: str) -> str:
+    if column not in df:
+        return unknown
+    return "/".join(map(str, pd.unique(df[column].dropna()))) or unknown
 
-    As in ``benchmarks.report``, the last row of a (model, backend) pair wins.
+
+def speedup_title(df: pd.DataFrame) -> str:
+    """``"Speedup over xla baseline (cpu, inference, fp32)"``."""
+    return (f"Speedup over {_values(df, 'baseline', 'unknown')} baseline "
+            f"({_values(df, 'dev', 'unknown device')}, {_values(df, 'mode', 'mode not recorded')}, "
+            f"{_values(df, 'dtype', 'fp32')})")
+
+
+def plot_speedups(df: pd.DataFrame, png_path: str | os.PathLike, title: str | None = None) -> Path:
+    """``speedup_figure(df, title)`` written to ``png_path``; returns the path."""
+    return _save(speedup_figure(df, title), png_path)
+
+
+def speedup_figure(df: pd.DataFrame, title: str | None = None) -> Figure:
+    """Grouped speedup bars of one run.
+
+    Bars grow from 1.0x on a log axis, so 0.5x and 2x are the same length
+    and a slowdown points down. As in ``benchmarks.report``, the last row of
+    a (model, backend) pair wins. The default title says what was measured.
     """
+    title = speedup_title(df) if title is None else title
     latest = results.latest(df)
     ok = latest[latest.apply(_plotted, axis=1)] if not latest.empty else latest
     failed = [f"{r['name']}/{r['backend']} ({r['status']})" for _, r in latest.iterrows() if not _plotted(r)]
@@ -94,7 +117,7 @@ def plot_speedups(df: pd.DataFrame, png_path: str | os.PathLike, title: str = "S
     fig = Figure(figsize=(max(6.0, 1.0 + 0.5 * len(models) * max(1, len(backends))), 5.0), layout="constrained")
     if not models:
         _empty(fig, "No passing results")
-        return _save(fig, png_path)
+        return fig
     ax = fig.add_subplot()
     width = 0.8 / len(backends)
     x = np.arange(len(models))
@@ -104,18 +127,25 @@ def plot_speedups(df: pd.DataFrame, png_path: str | os.PathLike, title: str = "S
             continue  # every model failed with it: listed in the note
         color = f"C{i}"
         positions = x[[models.index(name) for name in rows["name"]]] + (i - (len(backends) - 1) / 2) * width
-        ax.bar(positions, rows["speedup"], width, yerr=_error_bars(rows), capsize=3, color=color, label=backend)
+        ax.bar(positions, rows["speedup"] - 1.0, width, bottom=1.0, yerr=_error_bars(rows), capsize=3,
+               color=color, label=backend)
         geomean = stats.geomean(rows["speedup"])
         ax.axhline(geomean, color=color, linestyle="--", linewidth=1, label=f"geomean {backend}: {geomean:.2f}x")
     ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    low, high = ax.get_ylim()
+    ax.set_yticks([t for t in LOG_TICKS if low <= t <= high])
+    ax.set_ylim(low, high)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_xticks(x, models, rotation=30, ha="right")
-    ax.set_ylabel("speedup (higher is better)")
+    ax.set_ylabel("speedup, log scale (higher is better)")
     ax.set_title(title)
     ax.legend(fontsize="small")
     note = _note("Omitted (failed)", failed, width=110)
     if note:
         fig.supxlabel(note, fontsize="small")  # supxlabel takes part in constrained layout
-    return _save(fig, png_path)
+    return fig
 
 
 # --------------------------------------------------------------------------

@@ -5,7 +5,9 @@ Offers:
 * ``speedup_table(df) -> (headers, rows)`` -- the model x backend table of
   speedups with bootstrap CIs, failure statuses and a geomean row (a row per
   model and batch size).
-* ``failures(df) -> list[(name, backend, status)]``.
+* ``failures(df, logs) -> list[(name, backend, status, reason, log)]``.
+* ``accuracy_table(df)`` / ``accuracy_summary(df)`` -- an accuracy run's
+  verdicts with max error and tolerance; ``latency_table(df)`` -- ms per step.
 * ``describe(df) -> str`` / ``caption(df) -> str`` -- what was measured:
   mode, dtype, shapes, device and baseline.
 * ``groups(df)`` -- the rows split by experiment settings
@@ -19,6 +21,8 @@ Offers:
 * ``render_markdown(df, title=...) -> str`` and ``render_console(df) -> str``.
 * ``write_markdown(csv_path, title=None) -> Path`` -- renders the stored CSV
   into the ``.md`` beside it, linking the graph-break CSV.
+* ``finish(csv_path) -> str`` -- what a run (or a merge) renders at its end:
+  the plot and the markdown beside the CSV; returns the console report.
 
 Everything is computed from the data first and only then formatted; the
 renderers return strings and never print, so they are testable against golden
@@ -35,9 +39,16 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
-from benchmarks import results, stats
+from benchmarks import plots, results, stats
 
 DEFAULT_TITLE = "Speedup over baseline"
+ACCURACY_TITLE = "Accuracy against baseline"
+ACCURACY_EXPLANATION = (
+    "Each backend's outputs against the baseline's on the same inputs: pass when the largest "
+    "error stays within the tolerance (configs/models.yaml, per dtype) or the output is closer "
+    "to a float64 reference than the baseline's is."
+)
+LATENCY_NOTE = "Median milliseconds per step (lower is better); the baseline as measured beside the first backend."
 MISSING = "-"  # a (model, backend) pair that was not run at all
 EXPLANATION = (
     "Speedup = median baseline latency / median backend latency (higher is better); "
@@ -115,14 +126,75 @@ def speedup_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return headers, body
 
 
-def failures(df: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """``(name, backend, status)`` of every pair whose latest row did not pass."""
+def failures(df: pd.DataFrame, logs: Path | None = None) -> list[tuple[str, str, str, str, str]]:
+    """``(name, backend, status, reason, log)`` of every pair whose latest row
+    did not pass: the reason is the row's one-line error; the log, the kept
+    worker output in the folder ``logs`` (``results.logs_path``) if there is one."""
     latest = results.latest(df)
-    return [
-        (row["name"], row["backend"], str(row["status"]))
-        for _, row in latest.iterrows()
-        if not results.passed(row)
-    ]
+    found = []
+    for _, row in latest.iterrows():
+        if results.passed(row):
+            continue
+        reason = row.get("error")
+        log = Path(logs, f"{row['name']}.log") if logs is not None else None
+        found.append((row["name"], row["backend"], str(row["status"]),
+                      reason if isinstance(reason, str) else "",
+                      str(log) if log is not None and log.exists() else ""))
+    return found
+
+
+def is_accuracy(df: pd.DataFrame) -> bool:
+    """Whether the rows are of an ``--accuracy`` run: verdicts, no speedups."""
+    return ("accuracy" in df and df["accuracy"].notna().any()
+            and not df["speedup"].map(results.is_finite).any())
+
+
+def accuracy_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """One line per (model, backend): the verdict, the largest error seen and
+    the tolerance it was judged against (or why the check did not run)."""
+    latest = results.latest(df)
+    rows = []
+    for _, row in latest.iterrows():
+        verdict = row["accuracy"] if isinstance(row.get("accuracy"), str) else str(row["status"])
+        why = row.get("error") if not results.passed(row) and isinstance(row.get("error"), str) else ""
+        rows.append([row["name"], _metric(row.get("batch_size")), row["backend"], verdict,
+                     _metric(row.get("max_error")), _metric(row.get("tolerance")), why])
+    return ["name", "batch_size", "backend", "verdict", "max error", "tolerance", "why"], rows
+
+
+def accuracy_summary(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Per backend: how many models passed, failed the check, failed otherwise."""
+    latest = results.latest(df)
+    rows = []
+    for backend in _unique(latest["backend"]):
+        own = latest[latest["backend"] == backend]
+        passed = int(own.apply(results.passed, axis=1).sum())
+        wrong = int((own["status"] == "fail_accuracy").sum())
+        rows.append([backend, f"{passed} of {len(own)}", str(wrong), str(len(own) - passed - wrong)])
+    return ["backend", "pass", "fail_accuracy", "other failures"], rows
+
+
+def _latency(row: pd.Series | None) -> str:
+    if row is None or not results.passed(row) or not results.is_finite(row.get("abs_latency")):
+        return MISSING
+    return f"{row['abs_latency']:.3g}"
+
+
+def latency_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Median latency (ms per step) of the baseline and each backend, per
+    model; the baseline's is the one measured beside the first backend."""
+    latest = results.latest(df)
+    backends = _unique(df["backend"])
+    rows = []
+    for name in _unique(df["name"]):
+        for model_rows in _model_rows(latest, name):
+            by_backend = {row["backend"]: row for _, row in model_rows.iterrows()}
+            baseline = next((r.get("baseline_latency") for r in by_backend.values()
+                             if results.is_finite(r.get("baseline_latency"))), math.nan)
+            cells = [_latency(by_backend.get(b)) for b in backends]
+            rows.append([name, _batch_size(model_rows),
+                         f"{baseline:.3g}" if results.is_finite(baseline) else MISSING, *cells])
+    return ["name", "batch_size", "baseline ms", *(f"{b} ms" for b in backends)], rows
 
 
 # The settings a table is drawn for: the experiment's key less the model,
@@ -337,16 +409,53 @@ def _table(df: pd.DataFrame, tablefmt: str) -> str:
     return tabulate(rows, headers=headers, tablefmt=tablefmt, colalign=align, disable_numparse=True)
 
 
+def _verdicts(df: pd.DataFrame, tablefmt: str) -> str:
+    headers, rows = accuracy_table(df)
+    return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+
+
 def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | None = None,
-                    graph_breaks: pd.DataFrame | None = None, graph_breaks_link: str | None = None) -> str:
+                    graph_breaks: pd.DataFrame | None = None, graph_breaks_link: str | None = None,
+                    logs: Path | None = None) -> str:
     """Markdown report: title, caption, table (a caption and table per group
-    of settings), then the sections that apply: the plot, failures, unstable
-    measurements, compiler metrics, memory, graph breaks (``graph_breaks``:
-    the rows of the graph-break CSV, linked as ``graph_breaks_link``)."""
+    of settings), then the sections that apply: the plot, latencies,
+    failures with their reasons (and kept logs, from the folder ``logs``),
+    unstable measurements, compiler metrics, memory, graph breaks
+    (``graph_breaks``: the rows of the graph-break CSV, linked as
+    ``graph_breaks_link``). An accuracy run's report is its verdicts."""
     parts = [f"# {title}", ""]
     if df.empty:
         return "\n".join([*parts, "_No results._", ""])
-    parts += [EXPLANATION, ""]
+    if is_accuracy(df):
+        parts += _accuracy_sections(df)
+    else:
+        parts += _speed_sections(df, plot)
+    failed = failures(df, logs)
+    if failed:
+        rows = [[cell.replace("|", "\\|") for cell in row] for row in failed]
+        listing = tabulate(rows, headers=["name", "backend", "status", "reason", "log"], tablefmt="github")
+        parts += ["## Failures", "", listing, ""]
+    if not is_accuracy(df):
+        parts += _metric_sections(df)
+    if graph_breaks is not None:
+        parts += _graph_break_section(graph_breaks, graph_breaks_link)
+    return "\n".join(parts)
+
+
+def _accuracy_sections(df: pd.DataFrame) -> list[str]:
+    parts = [ACCURACY_EXPLANATION, ""]
+    for group in groups(df):
+        headers, rows = accuracy_summary(group)
+        parts += [f"{caption(group)}.", "", tabulate(rows, headers=headers, tablefmt="github",
+                                                     disable_numparse=True), ""]
+        headers, rows = accuracy_table(group)
+        rows = [[cell.replace("|", "\\|") for cell in row] for row in rows]
+        parts += [tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    return parts
+
+
+def _speed_sections(df: pd.DataFrame, plot: str | None) -> list[str]:
+    parts = [EXPLANATION, ""]
     sections = groups(df)
     for group in sections:
         if len(sections) > 1:
@@ -354,10 +463,15 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
         parts += [f"{caption(group)}.", "", _table(group, "github"), ""]
     if plot:
         parts += [f"![speedups]({plot})", ""]
-    failed = failures(df)
-    if failed:
-        listing = tabulate(failed, headers=["name", "backend", "status"], tablefmt="github")
-        parts += ["## Failures", "", listing, ""]
+    headers, rows = latency_table(df)
+    if rows and any(cell != MISSING for row in rows for cell in row[2:]):
+        parts += ["## Latency", "", LATENCY_NOTE, "",
+                  tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    return parts
+
+
+def _metric_sections(df: pd.DataFrame) -> list[str]:
+    parts = []
     shaky = unstable(df)
     if shaky:
         listing = tabulate(shaky, headers=["name", "backend", "why"], tablefmt="github")
@@ -379,9 +493,7 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
     if rows:
         parts += ["## Memory", "", MEMORY_NOTE, "",
                   tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
-    if graph_breaks is not None:
-        parts += _graph_break_section(graph_breaks, graph_breaks_link)
-    return "\n".join(parts)
+    return parts
 
 
 def _graph_break_section(breaks: pd.DataFrame, link: str | None) -> list[str]:
@@ -395,15 +507,20 @@ def _graph_break_section(breaks: pd.DataFrame, link: str | None) -> list[str]:
             tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
 
 
-def render_console(df: pd.DataFrame) -> str:
-    """Plain-text report for the terminal: caption line, table, and a warning
-    per unstable measurement."""
+def render_console(df: pd.DataFrame, logs: Path | None = None) -> str:
+    """Plain-text report for the terminal: caption line, table (of speedups,
+    or of verdicts for an accuracy run), each failure with its reason and
+    kept log, and a warning per unstable measurement."""
     if df.empty:
         return "No results.\n"
-    text = "\n".join(f"{caption(group)}\n\n{_table(group, 'simple')}\n" for group in groups(df))
+    table = _verdicts if is_accuracy(df) else _table
+    text = "\n".join(f"{caption(group)}\n\n{table(group, 'simple')}\n" for group in groups(df))
+    for name, backend, status, reason, log in failures(df, logs):
+        text += f"\nfailed: {name} / {backend}: {status}{': ' + reason if reason else ''}"
+        text += f" (log: {log})" if log else ""
     for name, backend, why in unstable(df):
         text += f"\nwarning: {name} / {backend} may be unstable ({why}); {UNSTABLE_REMEDY}."
-    return text + ("\n" if unstable(df) else "")
+    return text + ("\n" if failures(df, logs) or unstable(df) else "")
 
 
 def write_markdown(csv_path: str | os.PathLike, title: str | None = None,
@@ -416,11 +533,24 @@ def write_markdown(csv_path: str | os.PathLike, title: str | None = None,
     df = results.read_rows(csv_path)
     breaks_path = results.graph_breaks_path(csv_path)
     breaks = results.read_graph_breaks(csv_path) if breaks_path.exists() else None
-    text = render_markdown(df, title=title or f"{DEFAULT_TITLE}: {Path(csv_path).stem}{title_suffix(df)}",
+    default = ACCURACY_TITLE if is_accuracy(df) else DEFAULT_TITLE
+    text = render_markdown(df, title=title or f"{default}: {Path(csv_path).stem}{title_suffix(df)}",
                            plot=plot, graph_breaks=breaks,
-                           graph_breaks_link=breaks_path.name if breaks is not None else None)
+                           graph_breaks_link=breaks_path.name if breaks is not None else None,
+                           logs=results.logs_path(csv_path))
     target = results.markdown_path(csv_path)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)
     return target
+
+
+def finish(csv_path: str | os.PathLike) -> str:
+    """Render the stored rows: the plot (not for an accuracy run: verdicts
+    are no bars) and the markdown beside the CSV; returns the console report."""
+    df = results.read_rows(csv_path)
+    png = None
+    if not is_accuracy(df):
+        png = plots.plot_speedups(df, results.plot_path(csv_path)).name
+    write_markdown(csv_path, plot=png)
+    return render_console(df, results.logs_path(csv_path))

@@ -31,6 +31,7 @@ import io
 import json
 import math
 import os
+import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 import numpy as np
 import pandas as pd
+
+from benchmarks.usage import UsageError
 
 # The schema's history (as pyperf's ``_bench.py`` keeps its JSON format's).
 # A change of columns bumps SCHEMA_VERSION and adds a line here; readers keep
@@ -72,7 +75,9 @@ import pandas as pd
 #      headroom_captured).  A new mode value, training_step: the whole
 #      training step compiled (--compile-step), an experiment apart from
 #      training (forward and backward compiled).
-SCHEMA_VERSION = 3
+# 4 -- accuracy rows say what they were judged against: tolerance (the
+#      largest error allowed, beside max_error).
+SCHEMA_VERSION = 4
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -126,6 +131,7 @@ COLUMNS: list[Column] = [
     Column("error", "str", required=False),  # first line of the error of a failed row
     Column("accuracy", "str", required=False),  # --accuracy: pass, fail_accuracy or a failure
     Column("max_error", "float64", required=False),  # --accuracy: largest abs error seen
+    Column("tolerance", "float64", required=False),  # --accuracy: the max_error allowed
     # Compiler metrics (benchmarks.probes); XLA ones are empty for host runs.
     Column("first_call_compiles", "Int64", required=False),  # XLA compiles in the first call
     Column("first_call_compile_s", "float64", required=False),  # XLA compile time in it
@@ -331,12 +337,53 @@ def graph_breaks_path(csv_path: str | os.PathLike) -> Path:
     return path.with_name(f"{path.stem}_graph_breaks.csv")
 
 
+def plot_path(csv_path: str | os.PathLike) -> Path:
+    """The chart beside ``csv_path`` (same stem, ``.png``)."""
+    return Path(csv_path).with_suffix(".png")
+
+
+def logs_path(csv_path: str | os.PathLike) -> Path:
+    """The folder of kept worker logs beside ``csv_path`` (``<stem>.logs``)."""
+    return Path(csv_path).with_suffix(".logs")
+
+
 def files_beside(csv_path: str | os.PathLike) -> list[Path]:
     """Every file a run writes for ``csv_path``, the CSV first (the ``.logs``
     folder of failed workers aside)."""
     path = Path(csv_path)
-    return [path, samples_path(path), markdown_path(path), path.with_suffix(".png"),
-            graph_breaks_path(path)]
+    return [path, samples_path(path), markdown_path(path), plot_path(path), graph_breaks_path(path)]
+
+
+def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None) -> None:
+    """Refuse an output that cannot be written, or one whose files would be
+    lost: any of ``files_beside`` it, or with ``resume`` (a command that can
+    complete a run) a non-empty CSV, needs ``overwrite`` (or ``resume``)."""
+    if csv_path.suffix != ".csv":
+        raise UsageError(f"the output must name a .csv file, got {csv_path}")
+    if csv_path.is_dir():
+        raise UsageError(f"output {csv_path} is a directory")
+    # The folder is made when the first file is written; here, only whether it can be.
+    existing = next(p for p in [csv_path.parent, *csv_path.parent.parents] if p.exists() or p == p.parent)
+    if not existing.is_dir():
+        raise UsageError(f"cannot create output folder {csv_path.parent}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK) or (csv_path.exists() and not os.access(csv_path, os.W_OK)):
+        raise UsageError(f"output {csv_path} is not writable")
+    if resume is None:
+        kept = [p for p in files_beside(csv_path) if p.exists()]
+        hint = "pass --overwrite to replace it"
+    else:
+        kept = [csv_path] if csv_path.exists() and csv_path.stat().st_size > 0 else []
+        hint = "pass --resume to complete it or --overwrite to replace it"
+    if kept and not (overwrite or resume):
+        raise UsageError(f"{kept[0]} exists; {hint}")
+
+
+def clear_outputs(csv_path: str | os.PathLike) -> None:
+    """Remove everything an earlier run wrote for ``csv_path``, so nothing
+    stale stays beside the new files."""
+    for path in files_beside(csv_path):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(logs_path(csv_path), ignore_errors=True)
 
 
 # --------------------------------------------------------------------------
@@ -402,8 +449,9 @@ def _write_or_check_header(fd: int, header: bytes, path: str | os.PathLike) -> N
         raise ValueError(f"{path}: header differs from CSV_COLUMNS; write to a new file")
 
 
-def _read_complete_text(path: str | os.PathLike) -> str:
-    """The file's text without a torn (unterminated) last line."""
+def read_text(path: str | os.PathLike) -> str:
+    """The file's text without a torn (unterminated) last line, which is
+    dropped with a ``RuntimeWarning``."""
     text = Path(path).read_text(encoding="utf-8")
     if text and not text.endswith("\n"):
         kept, _, torn = text.rpartition("\n")
@@ -468,15 +516,16 @@ def empty_frame() -> pd.DataFrame:
     return pd.DataFrame({c.name: pd.Series(dtype=c.dtype) for c in COLUMNS})
 
 
-def read_rows(csv_path: str | os.PathLike) -> pd.DataFrame:
+def read_rows(csv_path: str | os.PathLike, text: str | None = None) -> pd.DataFrame:
     """Read a results CSV into a DataFrame with typed columns.
 
     Known columns come first in ``CSV_COLUMNS`` order, typed per ``COLUMNS``
     (empty cells are NaN / <NA>); optional columns the file lacks are added as
     all-missing; columns this code does not know (a newer writer) are kept
     after them as read.  A missing required column raises ``ValueError``.
+    ``text``: the file's text, when the caller has read it already.
     """
-    text = _read_complete_text(csv_path)
+    text = read_text(csv_path) if text is None else text
     if not text.strip():
         return empty_frame()
     header = next(csv.reader(io.StringIO(text)))
@@ -500,6 +549,32 @@ def _migrate(frame: pd.DataFrame) -> pd.DataFrame:
         for column, value in _V1_DEFAULTS.items():
             frame.loc[v1 & frame[column].isna(), column] = value
     return frame
+
+
+def read_cells(csv_path: str | os.PathLike) -> list[dict[str, str]]:
+    """The rows of a results CSV as their text cells keyed by ``CSV_COLUMNS``
+    (empty for a column the file lacks), for copying numbers exactly as
+    written. The file must be one ``read_rows`` accepts, with no column this
+    harness does not know; else ``ValueError`` naming the file."""
+    text = read_text(csv_path)
+    read_rows(csv_path, text)  # the same checks and types as every reader's
+    records = csv.reader(io.StringIO(text))
+    header = next(records, None)
+    if header is None:
+        return []
+    unknown = [c for c in header if c not in CSV_COLUMNS]
+    if unknown:
+        raise ValueError(f"{csv_path}: columns this harness doesn't know: {', '.join(unknown)}")
+    cells = []
+    for record in records:
+        if not record:
+            continue
+        if len(record) != len(header):
+            raise ValueError(f"{csv_path}:{records.line_num}: {len(record)} fields, "
+                             f"the header has {len(header)}")
+        row = dict(zip(header, record))
+        cells.append({c: row.get(c, "") for c in CSV_COLUMNS})
+    return cells
 
 
 # --------------------------------------------------------------------------
@@ -568,22 +643,30 @@ def append_samples(jsonl_path: str | os.PathLike, records: list[Mapping[str, Any
     _append_lines(jsonl_path, lines)
 
 
-def read_samples(jsonl_path: str | os.PathLike) -> list[dict]:
-    """All records of ``jsonl_path`` in file order.
+def read_sample_lines(jsonl_path: str | os.PathLike) -> list[tuple[dict, str]]:
+    """Each record of ``jsonl_path`` in file order with its line as written.
 
     A truncated (unterminated) last line is skipped with a warning; a broken
-    line anywhere else is real corruption and raises ``ValueError``.
+    line anywhere else, or one that is not a record of a model, is real
+    corruption and raises ``ValueError``.
     """
     records = []
-    lines = _read_complete_text(jsonl_path).splitlines()
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(read_text(jsonl_path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{jsonl_path}:{number}: invalid JSON: {exc}") from exc
+            raise ValueError(f"{jsonl_path}:{number}: invalid JSON: {exc.msg}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("name"), str):
+            raise ValueError(f"{jsonl_path}:{number}: not a samples record (no model name)")
+        records.append((record, line))
     return records
+
+
+def read_samples(jsonl_path: str | os.PathLike) -> list[dict]:
+    """All records of ``jsonl_path`` in file order (see ``read_sample_lines``)."""
+    return [record for record, _ in read_sample_lines(jsonl_path)]
 
 
 # --------------------------------------------------------------------------
@@ -609,11 +692,21 @@ def append_graph_breaks(csv_path: str | os.PathLike, records: list[Mapping[str, 
                   header=csv_line(GRAPH_BREAK_COLUMNS).encode("utf-8"))
 
 
+def read_graph_break_records(csv_path: str | os.PathLike) -> list[list[str]] | None:
+    """The graph-break records beside the results CSV ``csv_path`` as text
+    cells (``GRAPH_BREAK_COLUMNS``); None when the file is absent (runs
+    before schema version 2 wrote none); ``ValueError`` for another CSV."""
+    path = graph_breaks_path(csv_path)
+    if not path.exists():
+        return None
+    records = list(csv.reader(io.StringIO(read_text(path))))
+    if records and records[0] != GRAPH_BREAK_COLUMNS:
+        raise ValueError(f"{path}: not a graph-break CSV (columns {', '.join(records[0])})")
+    return [r for r in records[1:] if r]
+
+
 def read_graph_breaks(csv_path: str | os.PathLike) -> pd.DataFrame:
     """The graph breaks recorded beside the results CSV ``csv_path`` (no rows
-    when the file is absent: runs before schema version 2 wrote none)."""
-    path = graph_breaks_path(csv_path)
-    text = _read_complete_text(path) if path.exists() else ""
-    if not text.strip():
-        return pd.DataFrame({c: pd.Series(dtype="str") for c in GRAPH_BREAK_COLUMNS})
-    return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""])
+    when the file is absent)."""
+    records = read_graph_break_records(csv_path) or []
+    return pd.DataFrame(records, columns=GRAPH_BREAK_COLUMNS, dtype=str).replace("", np.nan)

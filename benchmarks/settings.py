@@ -10,6 +10,8 @@ defaults, ``cpu`` sizes small enough for a 2-core machine.
 """
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
@@ -159,9 +161,14 @@ _DEFAULT_KEYS = ("batch_size", "tolerance", "cosine")
 _OPTIONAL_CHOICES = tuple(f.name for f in fields(Tolerances) if f.default is not MISSING)
 
 
-def load_settings(path: Path | None = None) -> Settings:
-    """Read and validate the settings file (configs/models.yaml by default)."""
-    path = Path(path) if path is not None else DEFAULT_PATH
+def load_settings(path: Path | str | None = None) -> Settings:
+    """Read and validate the settings file (configs/models.yaml by default),
+    once per process: a run's parent and each worker see one version of it."""
+    return _load(Path(path).resolve() if path is not None else DEFAULT_PATH)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: Path) -> Settings:
     try:
         document = yaml.safe_load(path.read_text())
     except OSError as exc:

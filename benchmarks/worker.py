@@ -176,6 +176,8 @@ def run_model(config: RunConfig, name: str, fresh: bool = False) -> ModelResult:
     if config.mode == "performance" and config.cold_start and not settings.skip_reason(config.training):
         # First of all: a fresh worker forks only before it runs anything.
         cold = cold_starts(config, name, [BASELINE_KEY, *config.backends], fork=fresh)
+    # Progress lines: a worker killed for its time leaves them in its kept log.
+    print(f"worker: loading {name}", flush=True)
     try:
         benches = load_benches(config, name, bases)
     except suite.ModelUnavailableError as err:  # not_installed, unsupported: with the reason
@@ -187,6 +189,7 @@ def run_model(config: RunConfig, name: str, fresh: bool = False) -> ModelResult:
     skip = settings.skip_reason(config.training)
     if skip:
         return failed(config, bases, "skipped", skip)
+    print(f"worker: {config.mode} of {name}: baseline and {', '.join(config.backends)}", flush=True)
     if config.mode == "accuracy":
         return _join([_run_accuracy(config, bench, settings, base) for bench, base in zip(benches, bases)])
     return _run_performance(config, benches, bases, cold)
@@ -664,7 +667,8 @@ def _accuracy_fields(runner, inputs, check: _Check, calls, seed, steps: int = 1)
     worst = max(checks, key=lambda c: c.max_error)
     verdict = "pass" if all(c.ok for c in checks) else "fail_accuracy"
     return {"status": verdict, "accuracy": verdict, "max_error": worst.max_error,
-            "error": None if worst.ok else worst.reason, **runner.probe.summary()}
+            "tolerance": check.tolerance, "error": None if worst.ok else worst.reason,
+            **runner.probe.summary()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,29 @@ def _fresh_dynamo():
         sys.modules["torch._dynamo"].reset()
 
 
+FAULT_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_models")
+
+
+def _forget_torchbenchmark():
+    for name in [n for n in sys.modules if n.split(".")[0] == "torchbenchmark"]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def fault_models(monkeypatch):
+    """The fake TorchBench package of tests/fault_models on sys.path (and on
+    PYTHONPATH for worker processes); forgotten afterwards, with the
+    ``torch.manual_seed`` its models replace."""
+    _forget_torchbenchmark()
+    monkeypatch.syspath_prepend(FAULT_MODELS)
+    monkeypatch.setenv("PYTHONPATH", FAULT_MODELS)
+    manual_seed = sys.modules["torch"].manual_seed if "torch" in sys.modules else None
+    yield
+    if manual_seed is not None:
+        sys.modules["torch"].manual_seed = manual_seed
+    _forget_torchbenchmark()
+
+
 @pytest.fixture(scope="session")
 def xla():
     """The XLA device (imports torch_xla)."""

@@ -1,9 +1,9 @@
 """The command line: flags -> RunConfig, and bad input -> one line, exit code 2.
 
 Parsing is tested in-process (``cli.build_parser`` / ``cli.make_config`` on
-the built-in models). Bad input is tested end to end, ``runner.py`` in a
-subprocess per case; the cases start together, as each one spends its few
-seconds importing torch.
+the built-in models). Bad input is tested through ``cli.main`` (what
+``runner.py`` calls) with captured output, and a few cases end to end,
+``runner.py`` in a subprocess each, started together.
 """
 import os
 import subprocess
@@ -30,7 +30,7 @@ def selected(*argv: str) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path, monkeypatch):
-    """make_config creates the output folder: keep it out of the repository."""
+    """Runs write under the working folder: keep it out of the repository."""
     monkeypatch.chdir(tmp_path)
 
 
@@ -47,7 +47,7 @@ def test_defaults():
     assert (c.repeat, c.warmup, c.seed, c.timeout) == (30, 3, 0, 900.0)
     assert c.isolate and not c.resume and c.batch_size is None and c.configs is None
     assert Path(c.output) == Path("results", "performance_inference_cpu.csv")
-    assert Path("results").is_dir() and not Path(c.output).exists()
+    assert not Path("results").exists()  # made when the run writes, not while checking flags
 
 
 def test_output_path_follows_mode_and_output_directory():
@@ -123,7 +123,7 @@ BAD_INPUT = {
     "unknown_model": ((*TB, "--only", "ok_mpl"), ["unknown model 'ok_mpl'", "ok_mlp"]),
     "unknown_backend": ((*TB, "--only", "ok_mlp", "--backend", "eager,torchxla_trace_onse"),
                         ["unknown backend 'torchxla_trace_onse'", "torchxla_trace_once",
-                         "available:", "inductor"]),
+                         "backends to pick:", "openxla_eval", "inductor"]),
     "repeat_zero": ((*TB, "--repeat", "0"), ["--repeat must be at least 1"]),
     "partition_out_of_range": ((*TB, "--total-partitions", "2", "--partition-id", "3"),
                                ["--partition-id must be in [0, 1], got 3"]),
@@ -147,6 +147,10 @@ BAD_INPUT = {
 }
 
 
+# These also run as a user runs them: runner.py in a process of its own.
+END_TO_END = ("configs_wrong_type", "output_exists", "unknown_backend")
+
+
 def _prepare(folder: Path) -> None:
     (folder / "broken.yaml").write_text(BROKEN_YAML)
     (folder / "unknown_key.yaml").write_text(UNKNOWN_KEY_YAML)
@@ -155,36 +159,12 @@ def _prepare(folder: Path) -> None:
     (folder / "exists.csv").write_text(EXISTING)
 
 
-@pytest.fixture(scope="module")
-def bad_runs(tmp_path_factory):
-    """Every BAD_INPUT case, run at once; id -> (folder, exit code, stdout, stderr)."""
-    base = tmp_path_factory.mktemp("bad_input")
-    procs = {}
-    for case, (args, _) in BAD_INPUT.items():
-        folder = base / case
-        folder.mkdir()
-        _prepare(folder)
-        argv = [a.format(d=folder) for a in args]
-        if "--output" not in argv:
-            argv += ["--output", str(folder / "run.csv")]
-        env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": str(FAULT_MODELS)}
-        procs[case] = folder, subprocess.Popen(
-            [sys.executable, "runner.py", *argv], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    done = {}
-    for case, (folder, proc) in procs.items():
-        try:
-            out, err = proc.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        done[case] = folder, proc.returncode, out, err
-    return done
+def _argv(case: str, folder: Path) -> list[str]:
+    argv = [a.format(d=folder) for a in BAD_INPUT[case][0]]
+    return argv if "--output" in argv else [*argv, "--output", str(folder / "run.csv")]
 
 
-@pytest.mark.parametrize("case", sorted(BAD_INPUT))
-def test_bad_input_is_one_line_and_exit_code_2(bad_runs, case):
-    folder, code, out, err = bad_runs[case]
+def _check_bad_input(case: str, folder: Path, code: int, out: str, err: str) -> None:
     assert "Traceback" not in err, err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
@@ -196,14 +176,46 @@ def test_bad_input_is_one_line_and_exit_code_2(bad_runs, case):
     # Before any model ran: nothing written.
     assert not (folder / "run.csv").exists()
     assert not list(folder.glob("*.jsonl")) and not list(folder.glob("*.md"))
-
-
-def test_existing_output_is_left_unchanged(bad_runs):
-    folder, code, _, _ = bad_runs["output_exists"]
-    assert code == 2
     assert (folder / "exists.csv").read_text() == EXISTING
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         ["broken.yaml", "unknown_key.yaml", "wrong_type.yaml", "a_file", "exists.csv"])
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUT))
+def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path, capsys, fault_models):
+    _prepare(tmp_path)
+    code = cli.main(_argv(case, tmp_path))
+    out, err = capsys.readouterr()
+    _check_bad_input(case, tmp_path, code, out, err)
+
+
+@pytest.fixture(scope="module")
+def bad_runs(tmp_path_factory):
+    """The END_TO_END cases as processes, run at once; id -> (folder, exit code, stdout, stderr)."""
+    base = tmp_path_factory.mktemp("bad_input")
+    procs = {}
+    for case in END_TO_END:
+        folder = base / case
+        folder.mkdir()
+        _prepare(folder)
+        env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": str(FAULT_MODELS)}
+        procs[case] = folder, subprocess.Popen(
+            [sys.executable, "runner.py", *_argv(case, folder)], cwd=REPO, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = {}
+    for case, (folder, proc) in procs.items():
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        done[case] = folder, proc.returncode, out, err
+    return done
+
+
+@pytest.mark.parametrize("case", END_TO_END)
+def test_bad_input_end_to_end(bad_runs, case):
+    _check_bad_input(case, *bad_runs[case])
 
 
 # More bad input, in-process (cli.main is what runner.py calls): the same

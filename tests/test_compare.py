@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import compare, results
+from benchmarks import cli, compare, results
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compare"
 OLD = FIXTURES / "old.csv"
@@ -418,7 +418,7 @@ def test_a_lost_shard_fails_the_gate(tmp_path):
 
 def test_cli_prints_table_writes_files_and_returns_exit_code(capsys, tmp_path):
     md, png, js = tmp_path / "cmp.md", tmp_path / "cmp.png", tmp_path / "cmp.json"
-    assert compare.main([str(OLD), str(NEW), "--markdown", str(md), "--plot", str(png), "--json", str(js)]) == 1
+    assert cli.main(["compare", str(OLD), str(NEW), "--markdown", str(md), "--plot", str(png), "--json", str(js)]) == 1
     out = capsys.readouterr().out
     assert out == compare.render_console(compare.compare(OLD, NEW))
     assert md.read_text(encoding="utf-8") == (GOLDEN / "compare.md").read_text(encoding="utf-8")
@@ -428,7 +428,7 @@ def test_cli_prints_table_writes_files_and_returns_exit_code(capsys, tmp_path):
 
 def test_cli_creates_output_folders(capsys, tmp_path):
     md, png = tmp_path / "missing" / "dir" / "cmp.md", tmp_path / "other" / "cmp.png"
-    assert compare.main([str(OLD), str(NEW), "--markdown", str(md), "--plot", str(png)]) == 1
+    assert cli.main(["compare", str(OLD), str(NEW), "--markdown", str(md), "--plot", str(png)]) == 1
     assert md.exists() and png.exists()
     assert capsys.readouterr().err == ""
 
@@ -436,7 +436,7 @@ def test_cli_creates_output_folders(capsys, tmp_path):
 def test_cli_unwritable_output_is_exit_2(capsys, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    assert compare.main([str(OLD), str(NEW), "--markdown", str(blocker / "cmp.md")]) == 2
+    assert cli.main(["compare", str(OLD), str(NEW), "--markdown", str(blocker / "cmp.md")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error" in err and "Traceback" not in err
 
@@ -444,14 +444,14 @@ def test_cli_unwritable_output_is_exit_2(capsys, tmp_path):
 def test_cli_refuses_to_write_over_an_input(capsys, tmp_path):
     old = shutil.copy(OLD, tmp_path / "old.csv")
     before = Path(old).read_text()
-    assert compare.main([str(old), str(NEW), "--markdown", str(old)]) == 2
+    assert cli.main(["compare", str(old), str(NEW), "--markdown", str(old)]) == 2
     assert Path(old).read_text() == before
     assert "is an input" in capsys.readouterr().err
 
 
 def test_cli_options_reach_compare(capsys):
     # A threshold above every change leaves the new failure and the removed row to gate on.
-    assert compare.main([str(OLD), str(NEW), "--threshold", "0.5", "--alpha", "0.01", "--min-samples", "3"]) == 1
+    assert cli.main(["compare", str(OLD), str(NEW), "--threshold", "0.5", "--alpha", "0.01", "--min-samples", "3"]) == 1
     out = capsys.readouterr().out
     assert "p<0.01" in out and "fewer than 3 paired samples" in out and "|change| >= 50%" in out
     assert out.startswith("old.csv -> new.csv: FAIL (1 new failure, 1 removed)\n")
@@ -461,10 +461,10 @@ def test_cli_gate_flags(capsys, tmp_path):
     drop = {REGRESSION, NEW_FAILURE}
     old = _copy_without(OLD, tmp_path / "o.csv", drop)
     new = _copy_without(NEW, tmp_path / "n.csv", drop)
-    assert compare.main([str(old), str(new)]) == 1  # googlenet removed
-    assert compare.main([str(old), str(new), "--allow-removed"]) == 0
-    assert compare.main([str(old), str(new), "--allow-removed", "--fail-on-inconclusive"]) == 1
-    assert compare.main([str(old), str(new), "--allow-removed", "--latency-criterion"]) == 1
+    assert cli.main(["compare", str(old), str(new)]) == 1  # googlenet removed
+    assert cli.main(["compare", str(old), str(new), "--allow-removed"]) == 0
+    assert cli.main(["compare", str(old), str(new), "--allow-removed", "--fail-on-inconclusive"]) == 1
+    assert cli.main(["compare", str(old), str(new), "--allow-removed", "--latency-criterion"]) == 1
     capsys.readouterr()
 
 
@@ -476,13 +476,13 @@ def test_cli_gate_flags(capsys, tmp_path):
     (["--threshold", "x"], "invalid float value"),
 ])
 def test_cli_bad_values_are_exit_2(capsys, flags, message):
-    assert compare.main([str(OLD), str(NEW), *flags]) == 2
+    assert cli.main(["compare", str(OLD), str(NEW), *flags]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err
 
 
 def test_cli_missing_file_is_exit_2(capsys, tmp_path):
-    assert compare.main([str(tmp_path / "nope.csv"), str(NEW)]) == 2
+    assert cli.main(["compare", str(tmp_path / "nope.csv"), str(NEW)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and "nope.csv" in captured.err
@@ -491,19 +491,19 @@ def test_cli_missing_file_is_exit_2(capsys, tmp_path):
 def test_cli_unreadable_csv_is_exit_2(capsys, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("this,is,not\na,results,file\n")
-    assert compare.main([str(OLD), str(bad)]) == 2
+    assert cli.main(["compare", str(OLD), str(bad)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_cli_broken_samples_record_is_exit_2(capsys, tmp_path):
     csv_path = shutil.copy(NEW, tmp_path / "new.csv")
     results.samples_path(csv_path).write_text('{"role": "backend"}\n[1, 2]\n')
-    assert compare.main([str(OLD), str(csv_path)]) == 2
+    assert cli.main(["compare", str(OLD), str(csv_path)]) == 2
     assert "not a samples record" in capsys.readouterr().err
 
 
 def test_cli_usage_error_returns_2(capsys):
-    assert compare.main([str(OLD)]) == 2
+    assert cli.main(["compare", str(OLD)]) == 2
     assert "error" in capsys.readouterr().err
 
 

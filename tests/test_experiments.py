@@ -23,24 +23,6 @@ defaults:
 """
 
 
-def _forget_torchbenchmark():
-    for name in [n for n in sys.modules if n.split(".")[0] == "torchbenchmark"]:
-        del sys.modules[name]
-
-
-@pytest.fixture
-def fault_models(monkeypatch):
-    """The fake TorchBench package of tests/fault_models on sys.path (and on
-    PYTHONPATH for worker processes); forgotten afterwards."""
-    _forget_torchbenchmark()
-    monkeypatch.syspath_prepend(str(FAULT_MODELS))
-    monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))
-    manual_seed = torch.manual_seed
-    yield
-    torch.manual_seed = manual_seed
-    _forget_torchbenchmark()
-
-
 @pytest.fixture
 def config(tmp_path, fault_models):
     path = tmp_path / "models.yaml"

@@ -21,8 +21,9 @@ from benchmarks import merge, results
 REPO = Path(__file__).resolve().parent.parent
 FAULT_MODELS = REPO / "tests" / "fault_models"
 MODELS = ("ok_mlp", "ok_tiny", "raise_on_load")  # one failure, for the Failures section
+# In the runner's process, without cold starts: what a shard writes is the point here.
 RUN_ARGS = ("--suite", "torchbench", "--backend", "eager", "--repeat", "2", "--warmup", "1",
-            "-k", "^(" + "|".join(MODELS) + ")$")
+            "--no-isolate", "--no-cold-start", "-k", "^(" + "|".join(MODELS) + ")$")
 
 
 def runner(*args: str, **popen) -> subprocess.Popen:

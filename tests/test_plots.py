@@ -55,3 +55,15 @@ def test_plot_comparison_with_nothing_measured(tmp_path):
         geomean_ratio=float("nan"), geomean_n=0,
     )
     _assert_png(plots.plot_comparison(only_failures, tmp_path / "nothing.png"))
+
+
+def test_speedups_on_a_log_axis_titled_with_what_was_measured():
+    rows = [dict(dev="cpu", name=n, batch_size=1, backend="b", baseline="xla", speedup=v,
+                 speedup_ci_low=np.nan, speedup_ci_high=np.nan, status="pass", schema_version=4,
+                 mode="inference", dtype="bf16") for n, v in (("slow", 0.21), ("fast", 3.0))]
+    fig = plots.speedup_figure(pd.DataFrame(rows))
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    low, high = ax.get_ylim()
+    assert low < 0.21 and high > 3.0  # a 0.21x slowdown is visible, pointing down from 1x
+    assert ax.get_title() == "Speedup over xla baseline (cpu, inference, bf16)"

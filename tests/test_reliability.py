@@ -153,11 +153,8 @@ def runs(tmp_path_factory):
         # Every fault but the hang, and ok_mlp, in one run.
         "faults": Run(base / "faults", *QUICK, "--backend", "eager", "--timeout", "300",
                       "-k", "^(" + "|".join(FAULTS) + ")$"),
-        # The hang costs its whole timeout, so it gets a run of its own, to overlap
-        # with the others; ok_mlp comes after it in the same run, and also shows
-        # an XLA backend working in a worker.
-        "hang": Run(base / "hang", *QUICK, "--backend", "eager,torchxla_trace_once",
-                    "--timeout", str(HANG_TIMEOUT), "-k", "^(hang|ok_mlp)$"),
+        # An XLA backend working in a worker process.
+        "xla": Run(base / "xla", *QUICK, "--backend", "eager,torchxla_trace_once", "--only", "ok_mlp"),
         "in_process": Run(base / "in_process", *QUICK, "--backend", "eager", "--only", "ok_mlp",
                           "--no-isolate"),
         "accuracy": Run(base / "accuracy", "--suite", "torchbench", "--accuracy", "--only", "ok_mlp",
@@ -168,10 +165,22 @@ def runs(tmp_path_factory):
         run.kill()  # a no-op for the finished ones
 
 
+@pytest.fixture(scope="module")
+def hang(tmp_path_factory):
+    """A model that hangs, then ok_mlp, in one run: the hang costs its whole
+    timeout (tests/test_run_messages.py covers the timeout in seconds)."""
+    run = Run(tmp_path_factory.mktemp("hang"), *QUICK, "--backend", "eager,torchxla_trace_once",
+              "--timeout", str(HANG_TIMEOUT), "-k", "^(hang|ok_mlp)$")
+    yield run
+    run.kill()
+
+
 # --------------------------------------------------------------------------
-# A kill at any moment, then --resume (first: it works while `runs` run)
+# A kill at any moment, then --resume (first: it works while `runs` run).
+# A minute long: test_results covers whole lines after a kill in seconds.
 
 
+@pytest.mark.slow
 def test_sigkill_leaves_whole_rows_and_resume_completes(runs, tmp_path):
     args = ("--suite", "torchbench", "--repeat", "2", "--warmup", "1", "-k", "^slow_",
             "--backend", f"eager,{WRONG_BACKEND}")
@@ -293,8 +302,9 @@ def test_crashed_worker_output_is_kept(faults):
     assert (faults.csv.with_suffix(".logs") / "segfault.log").exists()
 
 
-def test_hang_times_out_and_the_run_goes_on(runs):
-    hang = runs["hang"].ok()
+@pytest.mark.slow
+def test_hang_times_out_and_the_run_goes_on(hang):
+    hang = hang.ok()
     for backend in ("eager", "torchxla_trace_once"):
         row = hang.row("hang", backend)
         assert row["status"] == "timeout"
@@ -314,7 +324,7 @@ def test_no_isolate_runs_in_process(runs):
 
 
 def test_isolation_works_with_an_xla_backend(runs):
-    run = runs["hang"].ok()  # after a timeout, in the same run
+    run = runs["xla"].ok()
     row = run.row("ok_mlp", "torchxla_trace_once")
     assert row["status"] == "pass", row.to_dict()
     assert finite(row["speedup"]) and finite(row["compilation_latency"])

@@ -35,10 +35,12 @@ def _row(name, backend, speedup, low, high, status="pass", batch_size=8, **setti
 # Two models x two backends, one failure.  Hand-computed geomeans:
 # trivial: only alexnet passed -> 1.50; trace_once: sqrt(2.0 * 0.5) = 1.00.
 SAMPLE_ROWS = [
-    _row("alexnet", "torchxla_trivial", 1.5, 1.4, 1.6),
-    _row("alexnet", "torchxla_trace_once", 2.0, 1.9, 2.25),
-    _row("resnet18", "torchxla_trivial", NAN, NAN, NAN, status="fail_to_run", batch_size=16),
-    _row("resnet18", "torchxla_trace_once", 0.5, 0.45, 0.55, batch_size=16),
+    _row("alexnet", "torchxla_trivial", 1.5, 1.4, 1.6, abs_latency=20.0, baseline_latency=30.0),
+    _row("alexnet", "torchxla_trace_once", 2.0, 1.9, 2.25, abs_latency=15.5, baseline_latency=31.0),
+    _row("resnet18", "torchxla_trivial", NAN, NAN, NAN, status="fail_to_run", batch_size=16,
+         error="RuntimeError: no lowering for aten::foo"),
+    _row("resnet18", "torchxla_trace_once", 0.5, 0.45, 0.55, batch_size=16, abs_latency=80.0,
+         baseline_latency=40.0),
 ]
 
 
@@ -104,7 +106,8 @@ def test_geomean_of_backend_with_only_failures_is_dash():
 
 def test_failures_and_caption():
     df = _frame(SAMPLE_ROWS)
-    assert report.failures(df) == [("resnet18", "torchxla_trivial", "fail_to_run")]
+    assert report.failures(df) == [("resnet18", "torchxla_trivial", "fail_to_run",
+                                    "RuntimeError: no lowering for aten::foo", "")]
     assert report.caption(df) == "Inference, fp32, static shapes, on cpu, xla baseline"
 
 
@@ -213,3 +216,48 @@ def test_graph_breaks_are_counted_per_model_and_linked(tmp_path):
     table = md.split("## Graph breaks")[1]
     assert "| alexnet | 2 " in table and "torchxla_trivial, eager" in table
     assert "print \\| pipe" in table  # a pipe in a reason does not split the cell
+
+
+def _accuracy_row(name, backend, verdict, max_error, **extra):
+    return _row(name, backend, NAN, NAN, NAN, status=verdict, accuracy=verdict, max_error=max_error,
+                tolerance=0.01, **extra)
+
+
+def test_an_accuracy_run_is_reported_as_verdicts_with_error_and_tolerance(tmp_path):
+    rows = [_accuracy_row("alexnet", "torchxla_trace_once", "pass", 2e-6),
+            _accuracy_row("hf_Longformer", "torchxla_trace_once", "fail_accuracy", 0.071,
+                          error="max error 0.071 > tolerance 0.01"),
+            _accuracy_row("alexnet", "openxla_eval", "pass", 3e-6)]
+    csv_path = tmp_path / "accuracy.csv"
+    results.append_rows(csv_path, rows)
+    console = report.finish(csv_path)
+    md = results.markdown_path(csv_path).read_text()
+    assert md.startswith("# Accuracy against baseline: accuracy (inference")
+    assert "Speedup" not in md and "geomean" not in md
+    assert not results.plot_path(csv_path).exists()  # verdicts are not bars
+    headers, body = report.accuracy_table(results.read_rows(csv_path))
+    assert headers[3:6] == ["verdict", "max error", "tolerance"]
+    assert body[1][:6] == ["hf_Longformer", "8", "torchxla_trace_once", "fail_accuracy", "0.071", "0.01"]
+    _, summary = report.accuracy_summary(results.read_rows(csv_path))
+    assert summary == [["torchxla_trace_once", "1 of 2", "1", "0"], ["openxla_eval", "1 of 1", "0", "0"]]
+    assert "fail_accuracy" in console and "0.071" in console and "geomean" not in console
+
+
+def test_failures_show_their_reason_and_kept_log(tmp_path):
+    csv_path = tmp_path / "run.csv"
+    results.append_rows(csv_path, SAMPLE_ROWS)
+    log = results.logs_path(csv_path) / "resnet18.log"
+    log.parent.mkdir()
+    log.write_text("Traceback ...\nRuntimeError: no lowering for aten::foo\n")
+    console = report.finish(csv_path)
+    line = "failed: resnet18 / torchxla_trivial: fail_to_run: RuntimeError: no lowering for aten::foo"
+    assert f"{line} (log: {log})" in console
+    md = results.markdown_path(csv_path).read_text()
+    failures = md.split("## Failures")[1]
+    assert "RuntimeError: no lowering for aten::foo" in failures and str(log) in failures
+
+
+def test_the_markdown_shows_latencies_in_ms():
+    headers, body = report.latency_table(_frame(SAMPLE_ROWS))
+    assert headers == ["name", "batch_size", "baseline ms", "torchxla_trivial ms", "torchxla_trace_once ms"]
+    assert body == [["alexnet", "8", "30", "20", "15.5"], ["resnet18", "16", "40", "-", "80"]]

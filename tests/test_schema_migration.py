@@ -76,7 +76,7 @@ def test_version_1_shards_merge(v1_run, tmp_path):
 
 def test_version_1_shards_overlapping_are_refused(v1_run, tmp_path):
     shard = _split(v1_run, tmp_path)[0]
-    with pytest.raises(merge.MergeError, match="ok_mlp/torchxla_trace_once"):
+    with pytest.raises(merge.UsageError, match="ok_mlp/torchxla_trace_once"):
         merge.run(tmp_path / "out.csv", [shard, v1_run])
 
 

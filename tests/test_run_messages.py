@@ -1,0 +1,131 @@
+"""What a user meets around a run: selection and dry runs, device checks,
+what was written, resumes with nothing left, Ctrl-C, timed-out workers' logs.
+In-process through ``cli.main`` (what ``runner.py`` calls)."""
+import sys
+import textwrap
+
+import pytest
+
+from benchmarks import cli, orchestrate, results
+
+CONFIGS = """
+defaults:
+  batch_size: {accelerator: 2, cpu: 2}
+  tolerance: {host: 1.0e-4, xla: 1.0e-2}
+  cosine: false
+"""
+
+
+def run(argv, capsys):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def fast(tmp_path, fault_models):
+    configs = tmp_path / "models.yaml"
+    configs.write_text(CONFIGS)
+    return ["--suite", "torchbench", "--repeat", "2", "--warmup", "1", "--no-cold-start",
+            "--configs", str(configs), "--backend", "eager"]
+
+
+def test_device_tpu_without_a_tpu_is_refused_before_any_model(tmp_path, capsys):
+    code, out, err = run(["--device", "tpu", "--only", "resnet18", "--output", str(tmp_path / "r.csv")],
+                         capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("runner.py: error: --device tpu: no TPU")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_list_models_honours_the_selection_and_shards(capsys):
+    code, out, _ = run(["--suite", "seed", "-k", "^res", "--list-models"], capsys)
+    assert code == 0 and "resnet18" in out and "resnet50" in out and "alexnet" not in out
+    code, out, _ = run(["--suite", "seed", "-k", "^res", "--total-partitions", "2", "--partition-id", "1",
+                        "--list-models"], capsys)
+    assert code == 0 and "resnet50" in out and "resnet18" not in out
+
+
+def test_dry_run_says_what_would_run_and_writes_nothing(tmp_path, capsys):
+    out_csv = tmp_path / "sub" / "run.csv"
+    code, out, err = run(["--suite", "seed", "-k", "^resnet", "--backend", "torchxla_trace_once,openxla_eval",
+                          "--batch-size", "4", "--output", str(out_csv), "--dry-run"], capsys)
+    assert code == 0, err
+    assert "2 model(s) x 2 backend(s)" in out
+    for text in ("resnet18", "resnet50", "torchxla_trace_once, openxla_eval", str(out_csv),
+                 str(results.samples_path(out_csv)), str(results.plot_path(out_csv))):
+        assert text in out, out
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith("resnet")] == \
+        [["resnet18", "4"], ["resnet50", "4"]]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dry_run_with_overwrite_removes_nothing(tmp_path, capsys):
+    out_csv = tmp_path / "run.csv"
+    out_csv.write_text("earlier\n")
+    code, _, err = run(["--only", "resnet18", "--output", str(out_csv), "--overwrite", "--dry-run"], capsys)
+    assert code == 0, err
+    assert out_csv.read_text() == "earlier\n"
+
+
+def test_an_unknown_model_points_at_the_torchbench_suite(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchbenchmark", None)  # no checkout here
+    code, _, err = run(["--only", "yolov3"], capsys)
+    assert code == 2 and "unknown model 'yolov3'" in err and "--suite torchbench" in err
+
+
+def test_the_unknown_backend_message_lists_what_a_user_picks(capsys):
+    code, _, err = run(["--only", "resnet18", "--backend", "torchxla_trace_twice"], capsys)
+    assert code == 2 and "did you mean: torchxla_trace_once" in err
+    for name in ("torchxla_trace_once", "openxla_eval", "inductor", "eager"):
+        assert name in err
+    assert "TESTING_ONLY" not in err
+
+
+def test_wrote_names_every_file_and_resume_with_nothing_left_says_so(tmp_path, fast, capsys):
+    out_csv = tmp_path / "run.csv"
+    args = [*fast, "--only", "ok_mlp", "--no-isolate", "--output", str(out_csv)]
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    wrote = err.strip().splitlines()[-1]
+    for path in results.files_beside(out_csv):
+        assert path.exists() and str(path) in wrote, wrote
+    assert err.count(" done") == 1  # the progress bar's last line, once
+    code, console, err = run([*args, "--resume"], capsys)
+    assert code == 0, err
+    assert f"nothing left to run: {out_csv}" in err and "0model" not in err
+    assert "ok_mlp" in console  # the report of what is there
+
+
+def test_ctrl_c_keeps_the_report_of_the_rows_written(tmp_path, fast, capsys, monkeypatch):
+    out_csv = tmp_path / "run.csv"
+    real = orchestrate.run_one
+
+    def interrupted_at_the_second_model(config, name):
+        if name != "ok_mlp":
+            raise KeyboardInterrupt
+        return real(config, name)
+
+    monkeypatch.setattr(orchestrate, "run_one", interrupted_at_the_second_model)
+    code, _, err = run([*fast, "-k", "^(ok_mlp|slow_1)$", "--no-isolate", "--output", str(out_csv)], capsys)
+    assert code == 130 and "interrupted" in err
+    assert results.read_rows(out_csv)["name"].tolist() == ["ok_mlp"]
+    assert "ok_mlp" in results.markdown_path(out_csv).read_text()
+    assert results.plot_path(out_csv).exists()
+
+
+def test_a_timed_out_workers_log_keeps_its_output_and_says_why(tmp_path, fast, capsys, monkeypatch):
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text(textwrap.dedent("""
+        import time
+        print("worker: loading ok_mlp")  # no flush: the runner runs workers unbuffered
+        time.sleep(120)
+    """))
+    monkeypatch.setattr(orchestrate, "WORKER", (str(sleeper),))
+    out_csv = tmp_path / "run.csv"
+    code, console, err = run([*fast, "--only", "ok_mlp", "--timeout", "3", "--output", str(out_csv)], capsys)
+    assert code == 0, err
+    log = results.logs_path(out_csv) / "ok_mlp.log"
+    text = log.read_text()
+    assert "worker: loading ok_mlp" in text and "timed out: no result after 3 s" in text
+    assert f"failed: ok_mlp / eager: timeout: no result after 3 s (log: {log})" in console
