@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import results, worker
+from . import results, rows
 from .config import RunConfig
 
 
@@ -64,7 +64,7 @@ def pending_work(config: RunConfig) -> list[tuple[str, tuple[str, ...]]]:
     done = completed(config) if config.resume else set()
     work = []
     for name in config.models:
-        bases = worker.row_bases(config, name)
+        bases = rows.row_bases(config, name)
         missing = tuple(b for b in config.backends
                         if not all(results.experiment_key({**base, "backend": b}) in done
                                    for base in bases))
@@ -84,15 +84,17 @@ def completed(config: RunConfig) -> set[results.ExperimentKey]:
     return keys | {key._replace(batch_size=None) for key in keys}
 
 
-def run_one(config: RunConfig, name: str) -> worker.ModelResult:
+def run_one(config: RunConfig, name: str) -> rows.ModelResult:
     if not config.isolate:
+        from . import worker  # torch and the models: only in the process that runs them
+
         return worker.run_model(config, name)
     return run_isolated(config, name)
 
 
-def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
+def run_isolated(config: RunConfig, name: str) -> rows.ModelResult:
     """``worker.run_model`` in a child process; its fate becomes rows."""
-    base = worker.row_bases(config, name)
+    base = rows.row_bases(config, name)
     with tempfile.TemporaryDirectory(prefix="xdb-worker-") as tmp:
         job, out, log = Path(tmp, "job.json"), Path(tmp, "result.json"), Path(tmp, "log.txt")
         job.write_text(json.dumps({"config": config.to_json(), "model": name}))
@@ -113,7 +115,7 @@ def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
                 log_file.write(f"\n[runner.py] {name}: timed out: {why}; the worker was killed\n".encode())
                 log_file.flush()
                 _keep_log(config, name, log)
-                return worker.failed(config, base, "timeout", why)
+                return rows.failed(config, base, "timeout", why)
             except KeyboardInterrupt:
                 _kill_group(proc)  # its own session: Ctrl-C reached only us
                 raise
@@ -124,13 +126,13 @@ def run_isolated(config: RunConfig, name: str) -> worker.ModelResult:
             if code != 0:
                 _keep_log(config, name, log)
             data = json.loads(out.read_text())
-            return worker.ModelResult(data["rows"], data["samples"], data.get("graph_breaks", []))
+            return rows.ModelResult(data["rows"], data["samples"], data.get("graph_breaks", []))
         tail = _tail(log)
         _keep_log(config, name, log)
         if code < 0:
             sig = _signal_name(-code)
-            return worker.failed(config, base, "crashed", f"killed by {sig}: {tail}".rstrip(": "))
-        return worker.failed(config, base, "fail_to_run", tail or f"worker exited with {code}")
+            return rows.failed(config, base, "crashed", f"killed by {sig}: {tail}".rstrip(": "))
+        return rows.failed(config, base, "fail_to_run", tail or f"worker exited with {code}")
 
 
 def _signal_name(number: int) -> str:

@@ -1,0 +1,84 @@
+"""The layout tells the architecture: data flows one way.
+
+Imports are read from the source (``ast``), those inside functions too, since
+a function-level import hides a cycle but does not remove it.
+"""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("benchmarks", "xla_backends")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, module: str, modules) -> set[str]:
+    """The project modules ``path`` imports, anywhere in it: ``from P import
+    m`` of a submodule ``m`` imports ``P.m``; of a name, ``P`` itself."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")
+                parent = parent[:len(parent) - node.level + 1]
+                base = ".".join([*parent, *([base] if base else [])])
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return found
+
+
+def import_graph() -> nx.DiGraph:
+    files = {_module_name(p): p for package in PACKAGES for p in (REPO / package).rglob("*.py")}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(files)
+    for module, path in files.items():
+        for target in _imports(path, module, files):
+            if target in files and target != module:
+                graph.add_edge(module, target)
+    return graph
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    cycles = list(nx.simple_cycles(import_graph()))
+    assert cycles == [], cycles
+
+
+def test_backends_know_nothing_of_the_harness():
+    graph = import_graph()
+    for module in graph:
+        if module.startswith("xla_backends"):
+            assert not [t for t in nx.descendants(graph, module) if t.startswith("benchmarks")], module
+
+
+def test_models_know_nothing_of_backends_or_the_harness():
+    graph = import_graph()
+    for module in graph:
+        if module.startswith("benchmarks.models"):
+            reach = nx.descendants(graph, module)
+            assert all(t.startswith("benchmarks.models") for t in reach), (module, reach)
+
+
+def test_compare_computes_and_plots_draw_it():
+    graph = import_graph()
+    assert graph.has_edge("benchmarks.plots", "benchmarks.compare")
+    assert "benchmarks.plots" not in nx.descendants(graph, "benchmarks.compare")
+
+
+def test_the_parent_and_merge_do_not_load_torch():
+    """The process that schedules workers, and merge, stay light: torch is
+    for the workers."""
+    code = ("import sys, benchmarks.cli, benchmarks.orchestrate, benchmarks.merge, benchmarks.report; "
+            "print(sorted(m for m in ('torch', 'benchmarks.worker', 'benchmarks.suite') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
