@@ -179,7 +179,19 @@ class ResNetBlock(nn.Module):
         return F.relu(self.net(x) + skip)
 
 
-class CifarResNet(nn.Module):
+class CifarNet(nn.Module):
+    """input_net -> blocks -> output_net, convolutions initialised for ReLU."""
+
+    def init_convs(self) -> None:
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output_net(self.blocks(self.input_net(x)))
+
+
+class CifarResNet(CifarNet):
     def __init__(self, classes: int = 10, blocks: tuple = (3, 3, 3), widths: tuple = (16, 32, 64)):
         super().__init__()
         self.input_net = nn.Sequential(*_conv_bn(3, widths[0]), nn.ReLU())
@@ -192,12 +204,7 @@ class CifarResNet(nn.Module):
         self.blocks = nn.Sequential(*layers)
         self.output_net = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                                         nn.Linear(c_in, classes))
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output_net(self.blocks(self.input_net(x)))
+        self.init_convs()
 
 
 class DenseLayer(nn.Module):
@@ -212,7 +219,7 @@ class DenseLayer(nn.Module):
         return torch.cat([self.net(x), x], dim=1)
 
 
-class CifarDenseNet(nn.Module):
+class CifarDenseNet(CifarNet):
     def __init__(self, classes: int = 10, layers: tuple = (6, 6, 6, 6), bottleneck: int = 2,
                  growth: int = 16):
         super().__init__()
@@ -232,12 +239,7 @@ class CifarDenseNet(nn.Module):
         self.output_net = nn.Sequential(nn.BatchNorm2d(channels), nn.ReLU(),
                                         nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                                         nn.Linear(channels, classes))
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output_net(self.blocks(self.input_net(x)))
+        self.init_convs()
 
 
 def phlippe_models() -> tuple[ModelSpec, ModelSpec]:
