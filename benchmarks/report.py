@@ -435,8 +435,7 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
         rows = [[cell.replace("|", "\\|") for cell in row] for row in failed]
         listing = tabulate(rows, headers=["name", "backend", "status", "reason", "log"], tablefmt="github")
         parts += ["## Failures", "", listing, ""]
-    if not is_accuracy(df):
-        parts += _metric_sections(df)
+    parts += _metric_sections(df)  # an accuracy run's too: its fallback ops, compiles
     if graph_breaks is not None:
         parts += _graph_break_section(graph_breaks, graph_breaks_link)
     return "\n".join(parts)

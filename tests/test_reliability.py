@@ -20,7 +20,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchmarks import results
+from benchmarks import results, worker
+from benchmarks.config import RunConfig
 
 REPO = Path(__file__).resolve().parent.parent
 FAULT_MODELS = REPO / "tests" / "fault_models"
@@ -32,15 +33,22 @@ WRONG_BACKEND = "fault_wrong_output"  # tests/fault_models/fault_backends.py
 HANG_TIMEOUT = 60  # s; far above a tiny model's worker (~6 s quiet, ~30 s on a loaded 2-core machine), far below the hang
 RUN_TIMEOUT = 420  # s; how long a test waits for a run before giving up on it
 
-# Model -> (status, text its error must contain) of the faults run.
+# Model -> (status, text its error must contain) of the faults run: what only
+# a worker process of its own survives (a crash, a flood of output), with a
+# raise among them, so the report lists failures of both kinds.
 FAULTS = {
     "ok_mlp": ("pass", None),
     "flood": ("pass", None),  # 20 MB of stdout: no deadlock
+    "raise_on_run": ("eager_fail_to_run", "RuntimeError: boom from raise_on_run"),
+    "segfault": ("crashed", "SIGSEGV"),
+    "oom": ("OOM", "can't allocate memory"),
+}
+# Faults a Python exception carries: the same rows in-process (--no-isolate),
+# without a worker each.
+RAISES = {
     "raise_on_load": ("model_fail_to_load", "RuntimeError: raise_on_load: cannot build"),
     "raise_on_run": ("eager_fail_to_run", "RuntimeError: boom from raise_on_run"),
     "raise_in_backend": ("fail_to_run", "RuntimeError: boom from raise_in_backend"),
-    "segfault": ("crashed", "SIGSEGV"),
-    "oom": ("OOM", "can't allocate memory"),
 }
 
 
@@ -257,6 +265,15 @@ def test_fault_gives_its_status_and_error(faults, model):
     else:
         assert error in row["error"], row["error"]
         assert not finite(row["speedup"])
+
+
+@pytest.mark.parametrize("model", sorted(RAISES))
+def test_a_raise_gives_its_status_and_error_in_process(model, fault_models, tmp_path):
+    config = RunConfig(suite="torchbench", backends=("eager",), repeat=2, warmup=1, isolate=False,
+                       cold_start=False, output=str(tmp_path / "run.csv"))
+    (row,) = worker.run_model(config, model).rows
+    status, error = RAISES[model]
+    assert row["status"] == status and error in row["error"], row
 
 
 def test_error_column_holds_the_first_line_only(faults):
