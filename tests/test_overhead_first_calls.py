@@ -6,7 +6,8 @@ from benchmarks import overhead
 
 
 def _tries(seconds, compiles=1, runs=1):
-    return [{"seconds": s, "compiles": compiles, "compile_s": s / 2, "executions": runs} for s in seconds]
+    return [{"seconds": s, "compiles": compiles, "compile_s": s / 2, "executions": runs,
+             "execute_s": s / 4} for s in seconds]
 
 
 def test_first_call_rows_take_medians_and_ratios(monkeypatch):
@@ -19,9 +20,17 @@ def test_first_call_rows_take_medians_and_ratios(monkeypatch):
     m1 = table[0]
     assert (m1["ours s"], m1["openxla_eval s"], m1["ours/openxla_eval"]) == (2.0, 4.0, 0.5)
     assert m1["ours range s"] == "1.00-3.00" and m1["openxla_eval XLA"] == "2 compiles (2.00 s), 3 runs"
+    # Outside XLA's compiles and runs: a quarter of each call here.
+    assert (m1["ours host s"], m1["openxla_eval host s"]) == (0.5, 1.0)
     (line,) = overhead.first_call_summary(table)
     assert line == "first call no slower than openxla_eval's on 1 of 2 models; geomean ours/openxla_eval 1.000"
     assert "m1" in overhead.render(table, overhead.FIRST_CALL_COLUMNS)
+
+
+def test_host_seconds_take_out_xla_and_accept_tries_without_execute_seconds():
+    tries = [{"seconds": 3.0, "compile_s": 1.0, "execute_s": 0.5},
+             {"seconds": 2.0, "compile_s": 1.0}]
+    assert overhead._host_seconds(tries) == pytest.approx(1.25)
 
 
 def test_unknown_models_are_refused(capsys):
