@@ -492,3 +492,47 @@ def test_two_thousand_parameters(xla):
                                        atol=1e-3, rtol=1e-4)
             model.ps[0].add_(1)
             want += 1
+
+
+# --- as_strided with the strides dynamo saw ------------------------------------------
+
+
+def _overlapping_chunks(q, window=4):
+    """hf_Longformer's ``_chunk``: a head-major reshape (a view at batch 1),
+    then overlapping windows cut with ``as_strided`` from its strides."""
+    b, s, h, d = q.shape
+    x = q.transpose(1, 2).reshape(b * h, s, d)
+    x = x.view(x.size(0), x.size(1) // (window * 2), window * 2, x.size(2))
+    size, stride = list(x.size()), list(x.stride())
+    size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+    return x.as_strided(size=size, stride=stride) * 2
+
+
+@pytest.mark.parametrize("backend", [BACKEND, "torchxla_trivial"])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_as_strided_reads_the_elements_eager_reads(against_eager, backend, batch):
+    """At batch 1 dynamo sees the reshape as a view with strides (d, h*d, 1);
+    the XLA tensor has contiguous ones. Taken as they are, the graph's strides
+    pick other elements (any backend, dynamo's own eager on XLA too)."""
+    against_eager(backend, _overlapping_chunks, lambda call: (_randn(batch, 16, 3, 5, seed=call),))
+
+
+def test_as_strided_on_an_updated_result_is_left_as_it_is(xla):
+    """A result updated in place must stay a view of its input: the rewrite
+    keeps out (and such a graph reads the strides as dynamo gives them)."""
+    from xla_backends.strides import fix_as_strided
+
+    def update_a_chunk(q):
+        chunks = _overlapping_chunks(q) / 2
+        x = q.transpose(1, 2).reshape(3, 16, 5)
+        view = x.as_strided((3, 2, 5), (5, 15, 1))
+        view.add_(1)
+        return chunks, view
+
+    graphs = []
+    torch.compile(update_a_chunk, backend=lambda g, _: graphs.append(g) or g)(_randn(1, 16, 3, 5, seed=0))
+    (gm,) = graphs
+    before = [n.target for n in gm.graph.nodes]
+    after = [getattr(n.target, "__name__", n.target) for n in fix_as_strided(gm).graph.nodes]
+    assert before.count("as_strided") == 2 and after.count("as_strided") == 1
+    assert after.count("gather_as_strided") == 1

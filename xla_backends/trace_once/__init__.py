@@ -31,6 +31,7 @@ import torch
 from torch._dynamo.utils import counters
 
 from .._device import all_on_host, host_positions, run_on_xla
+from ..strides import fix_as_strided
 from .compile import compile_results
 from .partition import fallback_nodes, split
 from .plan import make_plan
@@ -57,7 +58,7 @@ class TraceOnce:
     """
 
     def __init__(self, gm: torch.fx.GraphModule):
-        self.gm = gm
+        self.gm = fix_as_strided(gm)
         self._scalars: tuple | None = None  # positions of non-tensor arguments
         self._graphs: dict = {}
         self._only = None
