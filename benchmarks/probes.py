@@ -33,6 +33,9 @@ from typing import Any, Hashable
 
 import psutil
 
+from xla_backends.metrics import PREFIX as FALLBACK_PREFIX
+from xla_backends.metrics import fallback_counts
+
 from . import stats
 
 _XLA_COUNTERS = ("UncachedCompile", "CachedCompile")
@@ -57,8 +60,9 @@ def _snapshot(xla: bool) -> Counter:
         import torch_xla.debug.metrics as met
 
         for name in met.counter_names():
-            if name in _XLA_COUNTERS or name in _PERSISTENT or name.startswith("aten::"):
+            if name in _XLA_COUNTERS or name in _PERSISTENT:
                 snap[name] = met.counter_value(name)
+        snap.update(fallback_counts())
         for name in _XLA_TIMES:
             data = met.metric_data(name)
             if data:
@@ -277,8 +281,8 @@ class Probe:
             "executes_per_iter": timed["ExecuteTime.n"] / n if n else None,
             "host_ms": stats.median(host_s) * 1e3 if host_s else None,
             "fallback_ops": " ".join(sorted(
-                k.removeprefix("aten::") for k, v in every.items()
-                if k.startswith("aten::") and v > 0)),
+                k.removeprefix(FALLBACK_PREFIX) for k, v in every.items()
+                if k.startswith(FALLBACK_PREFIX) and v > 0)),
             **{field: every[counter] for field, counter in PERSISTENT_CACHE_COUNTERS.items()},
         })
         return fields

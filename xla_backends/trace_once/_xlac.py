@@ -92,11 +92,3 @@ def set_rng_seed(seed: int, device: str) -> None:
 def seed_tensor(device: str) -> torch.Tensor:
     """The device RNG's base seed as a 0-dim int64 device tensor."""
     return _X()._get_base_seed_as_tensor(device)
-
-
-def fallback_counts() -> dict[str, int]:
-    """How often each op has fallen back to the CPU so far (torch_xla's
-    ``aten::*`` counters)."""
-    import torch_xla.debug.metrics as met
-
-    return {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")}

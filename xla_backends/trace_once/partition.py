@@ -21,7 +21,7 @@ import operator
 import torch
 from torch.fx.passes.split_module import split_module
 
-from . import _xlac
+from ..metrics import fallback_counts, grown
 
 PREFIX = "submod_"
 
@@ -32,10 +32,9 @@ def fallback_nodes(gm: torch.fx.GraphModule, args) -> dict[torch.fx.Node, list[s
 
     class Detector(torch.fx.Interpreter):
         def run_node(self, node):
-            before = _xlac.fallback_counts()
+            before = fallback_counts()
             result = super().run_node(node)
-            after = _xlac.fallback_counts()
-            ops = sorted(op for op, n in after.items() if n > before.get(op, 0))
+            ops = grown(before, fallback_counts())
             if ops:
                 found[node] = ops
             return result

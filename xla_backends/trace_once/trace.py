@@ -24,6 +24,7 @@ from torch._dynamo.utils import counters
 from torch.utils import _pytree as pytree
 
 from . import _xlac
+from ..metrics import fallback_counts, grown
 
 
 @contextmanager
@@ -164,10 +165,9 @@ def run(gm: torch.fx.GraphModule, args) -> Trace:
     counters["trace_once"]["traces"] += 1
     shadows, arg_handles = shadows_of(args)
     trace = Trace(gm, tuple(args), shadows, arg_handles)
-    before = _xlac.fallback_counts()
+    before = fallback_counts()
     recorder = _Recorder(gm, trace)
     trace.out = _plain(recorder.run(*shadows))
-    after = _xlac.fallback_counts()
-    trace.fell_back = sorted(n for n, v in after.items() if v > before.get(n, 0))
+    trace.fell_back = grown(before, fallback_counts())
     trace.host_nodes = recorder.host_nodes()
     return trace
