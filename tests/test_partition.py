@@ -3,11 +3,7 @@
 Each test compiles a small function with ``torchxla_trace_once``, calls it
 several times with changing inputs and compares with eager on the host.
 """
-import os
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,7 +16,6 @@ from xla_backends.trace_once import partition
 from xla_backends.trace_once.partition import fallback_nodes
 from xla_backends.trace_once import Partitioned, TraceOnce
 
-ROOT = Path(__file__).resolve().parent.parent
 DEVICE = torch_xla.device()
 
 
@@ -159,16 +154,15 @@ def test_split_module_runs_regions_in_program_order():
     assert len(replayed) == runner.n_graphs
 
 
-def test_harness_reports_fallback_ops_and_accuracy(tmp_path):
+def test_harness_reports_fallback_ops_and_accuracy(tmp_path, fault_models, capsys):
     """The harness on a model with CPU-fallback ops: accuracy equal to eager,
     fallback ops in the row and in the report."""
+    from benchmarks import cli
+
     out = tmp_path / "acc.csv"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "tests" / "fault_models"), PJRT_DEVICE="CPU")
-    proc = subprocess.run(
-        [sys.executable, "runner.py", "--accuracy", "--suite", "torchbench", "--only", "fallback_mlp",
-         "--backend", "torchxla_trace_once", "--output", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    code = cli.main(["--accuracy", "--suite", "torchbench", "--only", "fallback_mlp", "--no-isolate",
+                     "--backend", "torchxla_trace_once", "--output", str(out)])
+    assert code == 0, capsys.readouterr().err
     row = pd.read_csv(out).iloc[0]
     assert row["accuracy"] == "pass" and row["status"] == "pass"
     assert set(row["fallback_ops"].split()) == {"histc", "median.dim_values"}

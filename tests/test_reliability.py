@@ -166,7 +166,7 @@ def runs(tmp_path_factory):
         "in_process": Run(base / "in_process", *QUICK, "--backend", "eager", "--only", "ok_mlp",
                           "--no-isolate"),
         "accuracy": Run(base / "accuracy", "--suite", "torchbench", "--accuracy", "--only", "ok_mlp",
-                        "--backend", f"eager,torchxla_trace_once,{WRONG_BACKEND}"),
+                        "--backend", f"eager,torchxla_trace_once,{WRONG_BACKEND}", "--no-isolate"),
     }
     yield started
     for run in started.values():
