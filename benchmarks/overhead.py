@@ -333,12 +333,14 @@ def first_call_fresh(graph: str, variant: str) -> dict | None:
 
 def first_calls_of(graph: str, how: str, repeat: int) -> dict:
     """Per backend, its first calls (``first_call``'s dicts) over ``repeat``
-    tries, the backends alternating; empty where not measured or failed."""
+    tries, the backends alternating, each try in the other order (ABBA...),
+    so that load drifting during the run favours neither; empty where not
+    measured or failed."""
     tries = {v: [] for v in BACKENDS}
     if how == "skip":
         return tries
-    for _ in range(repeat if how == "fresh" else 1):
-        for v in BACKENDS:
+    for i in range(repeat if how == "fresh" else 1):
+        for v in (list(BACKENDS) if i % 2 == 0 else list(BACKENDS)[::-1]):
             got = first_call_fresh(graph, v) if how == "fresh" else first_call(graph, v)
             if got is not None:
                 tries[v].append(got)

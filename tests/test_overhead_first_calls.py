@@ -44,3 +44,12 @@ def test_first_calls_of_a_seed_model_in_fresh_interpreters(capsys):
     assert overhead.main(["--first-calls-only", "--graphs", "squeezenet1_1", "--quick"]) == 0
     out = capsys.readouterr().out
     assert "squeezenet1_1" in out and "of 1 models" in out
+
+
+def test_fresh_tries_alternate_which_backend_goes_first(monkeypatch):
+    order = []
+    monkeypatch.setattr(overhead, "first_call_fresh",
+                        lambda graph, variant: order.append(variant) or {"seconds": 1.0})
+    tries = overhead.first_calls_of("m", "fresh", 3)
+    assert order == ["ours", "openxla_eval", "openxla_eval", "ours", "ours", "openxla_eval"]
+    assert {v: len(t) for v, t in tries.items()} == {"ours": 3, "openxla_eval": 3}
