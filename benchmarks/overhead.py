@@ -532,10 +532,14 @@ def main(argv=None) -> int:
         "skip": "not measured"}[args.first_calls])
     for line in verdicts(table):
         print(line)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(table, f, indent=2)
+    _write_json(args.json, table)
     return 0
+
+
+def _write_json(path: str | None, table: list[dict]) -> None:
+    if path:
+        with open(path, "w") as f:
+            json.dump(table, f, indent=2)
 
 
 def _first_calls_only(parser, graphs: list[str], args) -> int:
@@ -554,9 +558,7 @@ def _first_calls_only(parser, graphs: list[str], args) -> int:
     print(render(table, FIRST_CALL_COLUMNS))
     for line in first_call_summary(table):
         print(line)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(table, f, indent=2)
+    _write_json(args.json, table)
     return 0
 
 
