@@ -152,17 +152,12 @@ def main(argv: list[str]) -> int:
 def _run(args: argparse.Namespace) -> int:
     _check_numbers(args)  # before the slow imports: a typo should fail at once
     use_torchbench_dir(args)
-    from . import settings as settings_mod
-
-    try:
-        settings = settings_mod.load_settings(Path(args.configs) if args.configs else None)
-    except settings_mod.ConfigError as err:
-        raise UsageError(str(err)) from None
+    settings = _settings(args)
     if args.list_models:
         print(_model_listing(select_models(args), settings, args))
         return 0
     check_device(args.device)
-    config = make_config(args)
+    config = make_config(args, settings)
     if args.dry_run:
         print(_plan(config, settings))
         return 0
@@ -231,8 +226,9 @@ def _plan(config: RunConfig, settings) -> str:
             f"would write (logs only for failed workers):\n{outputs}")
 
 
-def make_config(args: argparse.Namespace) -> RunConfig:
-    """Validate ``args`` and turn them into a RunConfig (or raise UsageError)."""
+def make_config(args: argparse.Namespace, settings=None) -> RunConfig:
+    """Validate ``args`` and turn them into a RunConfig (or raise UsageError);
+    ``settings``: configs/ as already read (else read here)."""
     _check_numbers(args)
     use_torchbench_dir(args)
     models = select_models(args)
@@ -252,7 +248,8 @@ def make_config(args: argparse.Namespace) -> RunConfig:
         models=tuple(models), suite=args.suite, batch_size=args.batch_size,
         repeat=args.repeat or (ADAPTIVE_MAX_REPEAT if adaptive else DEFAULT_REPEAT),
         warmup=args.warmup, device=args.device, seed=args.seed,
-        output=str(output), configs=args.configs, timeout=args.timeout,
+        output=str(output), configs=args.configs, configs_text=_settings(args, settings).text,
+        timeout=args.timeout,
         isolate=args.isolate, resume=args.resume,
         precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
         batch_sizes=parse_batch_sizes(args.batch_sizes),
@@ -263,6 +260,17 @@ def make_config(args: argparse.Namespace) -> RunConfig:
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
         cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
     )
+
+
+def _settings(args, settings=None):
+    if settings is not None:
+        return settings
+    from . import settings as settings_mod
+
+    try:
+        return settings_mod.load_settings(Path(args.configs) if args.configs else None)
+    except settings_mod.ConfigError as err:
+        raise UsageError(str(err)) from None
 
 
 def parse_batch_sizes(text: str | None) -> tuple[int, ...]:

@@ -33,6 +33,7 @@ class RunConfig:
     seed: int = 0
     output: str = "results/performance_inference_cpu.csv"
     configs: str | None = None  # per-model settings file; None: configs/models.yaml
+    configs_text: str | None = None  # that file's text, read once when the run starts
     timeout: float = 900.0  # seconds per model, in isolation
     isolate: bool = True
     resume: bool = False
@@ -87,6 +88,15 @@ class RunConfig:
         if not self.training:
             return "inference"
         return "training_step" if self.compile_step else "training"
+
+    def settings(self):
+        """configs/ as the run read it when it started (``configs_text``), the
+        same for every model and worker; read now when the run did not."""
+        from .settings import DEFAULT_PATH, load_settings, parse_settings
+
+        if self.configs_text is None:
+            return load_settings(self.configs)
+        return parse_settings(Path(self.configs) if self.configs else DEFAULT_PATH, self.configs_text)
 
     @property
     def csv_path(self) -> Path:

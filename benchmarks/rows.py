@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from . import provenance, results
 from .config import RunConfig
-from .settings import load_settings
 
 
 @dataclass
@@ -34,7 +33,7 @@ def batch_sizes(config: RunConfig, name: str) -> tuple[int | None, ...]:
     one of --batch-size or configs/ (None: TorchBench's own default)."""
     if config.batch_sizes:
         return config.batch_sizes
-    settings = load_settings(config.configs)
+    settings = config.settings()
     if config.batch_size or config.suite != "torchbench" or settings.lists(name):
         return (config.batch_size or settings.for_model(name).batch_size(config.profile, config.training),)
     return (None,)  # TorchBench's own default; the row gets the size it chose

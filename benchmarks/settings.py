@@ -108,6 +108,7 @@ class Settings:
     path: Path
     defaults: ModelSettings  # what models the file doesn't list get
     models: dict[str, ModelSettings]
+    text: str = ""  # what the file held when it was read
 
     def for_model(self, name: str) -> ModelSettings:
         if name in self.models:
@@ -162,17 +163,22 @@ _OPTIONAL_CHOICES = tuple(f.name for f in fields(Tolerances) if f.default is not
 
 
 def load_settings(path: Path | str | None = None) -> Settings:
-    """Read and validate the settings file (configs/models.yaml by default),
-    once per process: a run's parent and each worker see one version of it."""
-    return _load(Path(path).resolve() if path is not None else DEFAULT_PATH)
+    """Read and validate the settings file (configs/models.yaml by default)."""
+    path = Path(path) if path is not None else DEFAULT_PATH
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(path, "", f"can't read it: {exc.strerror or exc}") from exc
+    return parse_settings(path, text)
 
 
 @functools.lru_cache(maxsize=8)
-def _load(path: Path) -> Settings:
+def parse_settings(path: Path, text: str) -> Settings:
+    """The settings that ``text``, the content of ``path``, gives. A run
+    reads the file once and hands the text to its workers (``RunConfig``),
+    so every model sees the same version of it."""
     try:
-        document = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(path, "", f"can't read it: {exc.strerror or exc}") from exc
+        document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -190,7 +196,7 @@ def _load(path: Path) -> Settings:
         # An empty entry (`name:` alone) takes every default.
         entry = _entry({} if raw is None else raw, path, f"models.{name}", tuple(_KEYS))
         models[name] = _model_settings(name, defaults, entry)
-    return Settings(path, _model_settings("", defaults, {}), models)
+    return Settings(path, _model_settings("", defaults, {}), models, text)
 
 
 def _model_settings(name: str, defaults: dict, entry: dict) -> ModelSettings:

@@ -54,7 +54,6 @@ from .config import RunConfig
 from .measure import measure
 from .rows import (ModelResult, allowed_cpus, failed, failure_status, first_line,
                    format_cpus, join, row_bases, thread_count)
-from .settings import load_settings
 
 
 def apply_process_settings(config: RunConfig) -> dict:
@@ -102,7 +101,7 @@ def run_model(config: RunConfig, name: str, fresh: bool = False) -> ModelResult:
     isolated worker), so the cold first calls fork it directly."""
     torch._dynamo.reset()
     applied = apply_process_settings(config)
-    settings = load_settings(config.configs).for_model(name)
+    settings = config.settings().for_model(name)
     bases = [{**base, **applied} for base in row_bases(config, name)]
     cold = {}
     if config.mode == "performance" and config.cold_start and not settings.skip_reason(config.training):

@@ -129,3 +129,23 @@ def test_a_timed_out_workers_log_keeps_its_output_and_says_why(tmp_path, fast, c
     text = log.read_text()
     assert "worker: loading ok_mlp" in text and "timed out: no result after 3 s" in text
     assert f"failed: ok_mlp / eager: timeout: no result after 3 s (log: {log})" in console
+
+
+def test_configs_are_read_once_when_the_run_starts(tmp_path, fast, capsys):
+    """Every model and worker sees configs/ as the run read it at its start,
+    even if the file changes while the run goes on."""
+    configs = fast[fast.index("--configs") + 1]
+    config = cli.make_config(cli.build_parser().parse_args(
+        [*fast, "--only", "ok_mlp", "--output", str(tmp_path / "run.csv")]))
+    with open(configs, "a") as f:
+        f.write("models:\n  ok_mlp:\n    batch_size: {cpu: 3, accelerator: 3}\n")
+    assert cli.make_config(cli.build_parser().parse_args(
+        [*fast, "--only", "ok_mlp", "--output", str(tmp_path / "other.csv")])).settings() \
+        .for_model("ok_mlp").batch_size("cpu", False) == 3  # a new run reads the new file
+    from benchmarks import rows
+    from benchmarks.config import RunConfig
+
+    in_worker = RunConfig.from_json(config.to_json())  # what the worker's job holds
+    assert not in_worker.settings().lists("ok_mlp")
+    # Not listed when the run started: TorchBench's own batch size, not the new 3.
+    assert [b["batch_size"] for b in rows.row_bases(in_worker, "ok_mlp")] == [None]
