@@ -43,11 +43,15 @@ bench-first-calls: install
 test-torch-xla: install
 	$(PY) -m pytest tests/test_torch_xla_suite.py
 
+# A worker per CPU (pytest-xdist), each test file in one worker: the suite
+# spends much of its time waiting on subprocesses, which the other worker fills.
+PYTEST_PARALLEL ?= -n auto --dist loadfile
+
 test: install browser
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow" $(PYTEST_PARALLEL)
 
 test-all: install browser
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL)
 
 # Debian's chromium, for the dashboard's browser tests (Playwright drives it;
 # its own browser download is not reachable). Needs root or sudo.

@@ -10,6 +10,12 @@ import os
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
+# torch_xla registers its device with autograd when imported; the autograd
+# engine sizes its per-device queues on the first backward. A test process
+# whose first backward ran on the CPU before torch_xla was imported would fail
+# its first XLA backward ("device_ready_queues_" assert). So import it first.
+import torch_xla  # noqa: E402,F401
+
 import copy  # noqa: E402
 import sys  # noqa: E402
 

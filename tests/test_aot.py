@@ -66,6 +66,8 @@ def test_forward_and_backward_are_traced_once():
     for _ in range(2):
         _step(compiled, opt, torch.randn(5, 6).to(DEVICE))
         torch_xla.sync()
+    # Executions end asynchronously: let the warm-up's finish before counting.
+    xm.wait_device_ops()
     met.clear_all()
     for _ in range(3):
         _step(compiled, opt, torch.randn(5, 6).to(DEVICE))
