@@ -514,12 +514,13 @@ def render_console(df: pd.DataFrame, logs: Path | None = None) -> str:
         return "No results.\n"
     table = _verdicts if is_accuracy(df) else _table
     text = "\n".join(f"{caption(group)}\n\n{table(group, 'simple')}\n" for group in groups(df))
-    for name, backend, status, reason, log in failures(df, logs):
+    failed, shaky = failures(df, logs), unstable(df)
+    for name, backend, status, reason, log in failed:
         text += f"\nfailed: {name} / {backend}: {status}{': ' + reason if reason else ''}"
         text += f" (log: {log})" if log else ""
-    for name, backend, why in unstable(df):
+    for name, backend, why in shaky:
         text += f"\nwarning: {name} / {backend} may be unstable ({why}); {UNSTABLE_REMEDY}."
-    return text + ("\n" if failures(df, logs) or unstable(df) else "")
+    return text + ("\n" if failed or shaky else "")
 
 
 def write_markdown(csv_path: str | os.PathLike, title: str | None = None,

@@ -83,7 +83,7 @@ def _aliased_by_users(node: torch.fx.Node) -> bool:
         if user.op == "output":
             return True
         name = getattr(user.target, "__name__", str(user.target)).split(".")[0]
-        if user.target in ("copy_",) or (name.endswith("_") and not name.endswith("__")):
+        if name.endswith("_") and not name.endswith("__"):  # add_, copy_, ...
             return True
     return False
 
