@@ -501,6 +501,105 @@ def test_steady_state_runs_one_execution_per_call(xla, metrics):
     assert int(model[1].num_batches_tracked.cpu()) == calls + 1
 
 
+# --- the compile on another thread ----------------------------------------------
+
+
+@pytest.fixture
+def slow_compile(monkeypatch):
+    """XLA's compile, made 0.3 s slower; notes the thread it ran on and when
+    it ended."""
+    import threading
+    import time
+
+    from xla_backends.trace_once import _xlac
+
+    real, seen = _xlac.compile_graph, []
+
+    def compile_graph(outputs):
+        time.sleep(0.3)
+        real(outputs)
+        seen.append((threading.current_thread(), time.perf_counter()))
+
+    monkeypatch.setattr(_xlac, "compile_graph", compile_graph)
+    return seen
+
+
+def test_dynamo_goes_on_while_xla_compiles(xla, slow_compile, bridge):
+    """The backend traces on dynamo's example inputs and returns before the
+    compile ends; the first call waits for it; every call equals eager."""
+    import threading
+    import time
+
+    returned = []
+
+    def backend(gm, example_inputs):
+        compiled = xla_backends.torchxla_trace_once(gm, example_inputs)
+        returned.append(time.perf_counter())
+        return compiled
+
+    import copy
+
+    model = MLP()
+    compiled = torch.compile(copy.deepcopy(model).to(xla), backend=backend)
+    with torch.no_grad():
+        for call in range(3):
+            x = _randn(2, 8, seed=call)
+            torch.testing.assert_close(compiled(x.to(xla)).cpu(), model(x))
+    ((thread, ended),) = slow_compile
+    assert thread is not threading.main_thread()
+    assert returned[0] < ended, "the backend waited for XLA's compile"
+    assert bridge["traces"] == 1 and bridge["replays"] == 3
+
+
+def test_failed_background_compile_raises_at_each_call(xla, monkeypatch):
+    from xla_backends.trace_once import _xlac
+
+    def compile_graph(outputs):
+        raise RuntimeError("no room for this executable")
+
+    monkeypatch.setattr(_xlac, "compile_graph", compile_graph)
+    compiled = torch.compile(lambda x: x.cos() + 1, backend=BACKEND)
+    x = _randn(4, seed=0).to(xla)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="no room for this executable"):
+            compiled(x)
+
+
+def test_fake_example_inputs_wait_for_the_first_call(xla, bridge):
+    """Under AOT autograd a backend gets fake tensors: nothing to trace on
+    until real ones come."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    gm = torch.fx.symbolic_trace(lambda x, y: x * y + 1)
+    with FakeTensorMode() as mode:
+        fakes = [mode.from_tensor(torch.ones(3, device=xla)) for _ in range(2)]
+    runner = xla_backends.torchxla_trace_once(gm, fakes)
+    assert bridge["traces"] == 0
+    x, y = _randn(3, seed=1), _randn(3, seed=2)
+    torch.testing.assert_close(runner(x.to(xla), y.to(xla)).cpu(), x * y + 1)
+    assert bridge["traces"] == 1
+
+
+def test_interpreter_exits_cleanly_with_a_compile_never_waited_for():
+    """A graph compiled in the background and never called: the interpreter
+    waits for the compile and exits with status 0."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import torch, torch_xla, xla_backends
+        gm = torch.fx.symbolic_trace(lambda x: (x @ x.T).relu().sum(0))
+        xla_backends.torchxla_trace_once(gm, [torch.ones(64, 64, device=torch_xla.device())])
+        print("left")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=dict(os.environ, PJRT_DEVICE="CPU"), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["left"]
+
+
 # --- the overhead benchmark -------------------------------------------------------
 
 

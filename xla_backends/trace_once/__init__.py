@@ -45,7 +45,9 @@ TRAINING_BACKEND = "aot_torchxla_trace_once"
 
 def torchxla_trace_once(gm: torch.fx.GraphModule, example_inputs):
     _warn_if_gradients_are_wanted(example_inputs)
-    return TraceOnce(gm)
+    compiled = TraceOnce(gm)
+    compiled.prepare(example_inputs)
+    return compiled
 
 
 class TraceOnce:
@@ -69,16 +71,39 @@ class TraceOnce:
             return only(args)
         return self._dispatch(args)
 
+    def prepare(self, example_inputs) -> None:
+        """Build the runner for dynamo's example inputs now, with XLA's
+        compile on another thread.
+
+        dynamo calls its backend with the very tensors its first call will
+        pass, then spends a while on guards and bytecode before making that
+        call; the compile overlaps that while. The first run waits for it.
+        Example inputs that are not plain tensors (fake tensors under AOT
+        autograd, subclasses) or do not match the graph's placeholders are
+        left for the first call, and so is a build that fails here: the
+        first call builds again and raises where the caller sees it.
+        """
+        args = tuple(example_inputs)
+        if not _preparable(self.gm, args):
+            return
+        try:
+            self._runner_for(args, background=True)
+        except Exception:
+            self._scalars, self._graphs, self._only = None, {}, None
+
     def _dispatch(self, args):
+        return self._runner_for(args)(args)
+
+    def _runner_for(self, args, background: bool = False):
         if self._scalars is None:
             self._scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, torch.Tensor))
         key = tuple(args[i] for i in self._scalars)
         runner = self._graphs.get(key)
         if runner is None:
-            runner = self._graphs[key] = _runner(self.gm, args)
+            runner = self._graphs[key] = _runner(self.gm, args, background)
             if not self._scalars:
                 self._only = runner
-        return runner(args)
+        return runner
 
     @property
     def runners(self) -> list:
@@ -86,10 +111,20 @@ class TraceOnce:
         return list(self._graphs.values())
 
 
-def _runner(gm, args):
+def _runner(gm, args, background: bool = False):
     if all_on_host(args):
         return OnHost(gm)
-    return build(gm, args)
+    return build(gm, args, background)
+
+
+def _preparable(gm, args) -> bool:
+    """Can the graph be built ahead of its first call on these example
+    inputs: one per placeholder, every tensor a plain one, some on XLA?"""
+    if len(args) != sum(n.op == "placeholder" for n in gm.graph.nodes):
+        return False
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    return (all(type(t) in (torch.Tensor, torch.nn.Parameter) for t in tensors)
+            and any(t.device.type == "xla" for t in tensors))
 
 
 class OnHost:
@@ -121,8 +156,9 @@ class Partitioned:
         return self.fused(*args)
 
 
-def build(gm, args):
-    """Trace ``gm`` on ``args`` and return the runner for later calls."""
+def build(gm, args, background: bool = False):
+    """Trace ``gm`` on ``args`` and return the runner for later calls (with
+    ``background``, XLA compiles on another thread)."""
     device = next((str(a.device) for a in args if _on_xla(a)), None) or str(_xla_device())
     with tracing(device, args) as pending_args:
         trace = run(gm, args)
@@ -139,7 +175,8 @@ def build(gm, args):
         if eager:
             return _split(gm, eager, fallbacks)
         plan, results = make_plan(trace)
-        return Replay(gm, plan, compile_results(results, trace.arg_handles, len(args)), pending_args)
+        executable = compile_results(results, trace.arg_handles, len(args), background)
+        return Replay(gm, plan, executable, pending_args)
 
 
 def _split(gm, eager: set, fallbacks: dict) -> Partitioned:

@@ -4,9 +4,15 @@ hash, and an XLA compile that does not run the graph.
 Each HLO parameter is the buffer of a call argument (fed the caller's tensor
 on each call), the device RNG seed (fed a fresh seed on each call), or a
 constant the trace captured (fed as it is).
+
+The compile may run on a thread of its own (``background=True``): XLA
+releases the GIL while it compiles, so the caller goes on (dynamo building
+its guards) and the first run waits for it (``Executable.compiling``).
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import torch
@@ -21,10 +27,13 @@ class Executable:
     consts: tuple  # parameters captured by the trace, fed as they are
     uses_seed: bool
     n_results: int
+    compiling: Future | None = None  # a compile still running on another thread
 
 
-def compile_results(results: list, arg_handles: dict, n_args: int) -> Executable:
-    """Hash and compile the graph computing ``results`` (trace tensors)."""
+def compile_results(results: list, arg_handles: dict, n_args: int,
+                    background: bool = False) -> Executable:
+    """Hash and compile the graph computing ``results`` (trace tensors); with
+    ``background``, the compile runs on another thread."""
     if not results:
         return Executable(b"", (), (), False, 0)
     arg_of_handle = {h: i for i, h in arg_handles.items()}
@@ -43,5 +52,27 @@ def compile_results(results: list, arg_handles: dict, n_args: int) -> Executable
     seed_slot = n_args + len(consts)
     gather = tuple(seed_slot if g is None else g for g in gather)
     graph_hash = _xlac.graph_hash(results)
-    _xlac.compile_graph(results)
-    return Executable(graph_hash, gather, tuple(consts), uses_seed, len(results))
+    compiling = None
+    if background:
+        compiling = _in_background(_xlac.compile_graph, results)
+    else:
+        _xlac.compile_graph(results)
+    return Executable(graph_hash, gather, tuple(consts), uses_seed, len(results), compiling)
+
+
+def _in_background(fn, *args) -> Future:
+    """``fn(*args)`` on a new thread; the future holds its error, if any. The
+    thread is not a daemon: an interpreter exiting mid-compile waits for it
+    rather than tearing XLA down under it."""
+    future: Future = Future()
+
+    def work():
+        try:
+            fn(*args)
+        except BaseException as err:  # handed to whoever waits for the future
+            future.set_exception(err)
+        else:
+            future.set_result(None)
+
+    threading.Thread(target=work, name="torchxla_trace_once compile").start()
+    return future

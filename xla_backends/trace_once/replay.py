@@ -40,6 +40,8 @@ class Replay:
     def __init__(self, gm, plan: Plan, executable: Executable, pending_args=()):
         self.gm = gm  # to re-trace after an eviction, or run lazily
         self._run = _xlac.run_cached_graph()
+        if executable.compiling is not None:
+            self._run = self._run_when_compiled
         self._device = plan.device
         self._install(plan, executable)
         pending = set(pending_args)
@@ -100,6 +102,14 @@ class Replay:
         if self._tuple_out:
             return tuple(results)
         return self._outputs(args, results)
+
+    def _run_when_compiled(self, graph_hash, inputs):
+        """The first run of a graph XLA is compiling on another thread: wait
+        for the compile (raising its error, on this and every later call),
+        then run as every later call does."""
+        self.executable.compiling.result()
+        self._run = _xlac.run_cached_graph()
+        return self._run(graph_hash, inputs)
 
     def _compute_pending(self, inputs) -> None:
         candidates = [inputs[k] for k in self._pending_at]
