@@ -1,8 +1,9 @@
 """``torchxla_trace_once``: trace an FX graph into XLA once, then replay it.
 
 dynamo's guards already decide when a graph must be captured again, so the
-XLA side need not re-trace it on every call. On the first call with real
-tensors the bridge goes through one file per step:
+XLA side need not re-trace it on every call. When dynamo hands a graph over
+with real example inputs (the tensors of its first call), or else on the
+first call, the bridge goes through one file per step:
 
 1. ``trace``: run the graph lazily, once, on shadows of the arguments (the
    caller's tensors are never touched), noting nodes that touch host tensors
@@ -10,7 +11,8 @@ tensors the bridge goes through one file per step:
 2. ``plan``: where each output and each in-place update of an argument comes
    from on a call (a typed ``Source``);
 3. ``compile``: where each HLO parameter comes from, the graph's hash, and an
-   XLA compile that does not run it;
+   XLA compile that does not run it, on another thread when built ahead of
+   the first call (it overlaps dynamo's guards; the first run waits for it);
 4. ``replay``: on every call (the first included), the arguments straight to
    the cached executable by hash, then outputs rebuilt and updates copied back;
 5. ``partition``: a graph with nodes that cannot be replayed (CPU fallbacks,
