@@ -27,7 +27,10 @@ mode under ``torch.no_grad()``, this measures
 ``--first-calls-only --graphs seed`` measures just the first calls, on the
 ten seed models at batch 1 (any built-in model name works as a graph), and
 prints per model the medians, their ratio, the ranges, what XLA did and
-the time spent outside XLA (dynamo and the backend).
+the time spent outside XLA (dynamo and the backend). With ``--at-call`` it
+also times ours with the graph built and compiled on its first call, as
+before the compile moved to a thread of its own (``ours at call``): what
+overlapping XLA's compile with dynamo's guards gains.
 
 Why the host overhead is not taken as "latency minus raw's": XLA runs the
 executable asynchronously, and on the CPU "device" it runs on the same cores
@@ -52,6 +55,7 @@ os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 GRAPHS = ("tiny_mlp", "resnet18", "many_inputs")
 BACKENDS = {"ours": "torchxla_trace_once", "openxla_eval": "openxla_eval"}
+AT_CALL = "ours at call"  # ours, building and compiling the graph on its first call
 TIMED = ("ours", "openxla_eval", "lazy", "raw")  # latency, with the device
 HOST = ("ours", "openxla_eval", "ours direct", "openxla_eval direct", "dynamo", "stub")
 LATENCY_COLUMNS = (
@@ -299,7 +303,11 @@ def first_call(graph: str, variant: str) -> dict:
     torch_xla.sync()
     X._xla_wait_device_ops([])
     torch._dynamo.reset()
-    compiled = torch.compile(module, backend=BACKENDS[variant])
+    if variant == AT_CALL:
+        from xla_backends.trace_once import TraceOnce
+
+        TraceOnce.prepare = lambda self, example_inputs: None  # nothing built ahead of the call
+    compiled = torch.compile(module, backend=BACKENDS["ours" if variant == AT_CALL else variant])
 
     def metric(name):
         data = met.metric_data(name)
@@ -331,16 +339,17 @@ def first_call_fresh(graph: str, variant: str) -> dict | None:
     return json.loads(lines[-1])
 
 
-def first_calls_of(graph: str, how: str, repeat: int) -> dict:
-    """Per backend, its first calls (``first_call``'s dicts) over ``repeat``
-    tries, the backends alternating, each try in the other order (ABBA...),
-    so that load drifting during the run favours neither; empty where not
-    measured or failed."""
-    tries = {v: [] for v in BACKENDS}
+def first_calls_of(graph: str, how: str, repeat: int, variants=tuple(BACKENDS)) -> dict:
+    """Per variant, its first calls (``first_call``'s dicts) over ``repeat``
+    tries, the variants taking turns, each try starting one later (AB BA...,
+    ABC BCA CAB...), so that load drifting during the run favours none;
+    empty where not measured or failed."""
+    tries = {v: [] for v in variants}
     if how == "skip":
         return tries
     for i in range(repeat if how == "fresh" else 1):
-        for v in (list(BACKENDS) if i % 2 == 0 else list(BACKENDS)[::-1]):
+        k = i % len(variants)
+        for v in variants[k:] + variants[:k]:
             got = first_call_fresh(graph, v) if how == "fresh" else first_call(graph, v)
             if got is not None:
                 tries[v].append(got)
@@ -425,6 +434,7 @@ def verdicts(table: list[dict]) -> list[str]:
 FIRST_CALL_COLUMNS = ("model", "ours s", "openxla_eval s", "ours/openxla_eval", "ours range s",
                       "openxla_eval range s", "ours XLA", "openxla_eval XLA", "ours host s",
                       "openxla_eval host s")
+AT_CALL_COLUMNS = (f"{AT_CALL} s", f"ours/{AT_CALL}")
 
 
 def _host_seconds(tries: list) -> float:
@@ -435,16 +445,20 @@ def _host_seconds(tries: list) -> float:
     return statistics.median(t["seconds"] - t["compile_s"] - t.get("execute_s", 0.0) for t in tries)
 
 
-def first_call_rows(graphs, repeat: int) -> list[dict]:
-    """Per graph, the first calls of both backends in fresh interpreters
-    (``repeat`` each, alternating): medians, ratio, ranges, XLA's work, and
-    the median time outside it."""
+def first_call_rows(graphs, repeat: int, at_call: bool = False) -> list[dict]:
+    """Per graph, the first calls of both backends (and ``AT_CALL``) in fresh
+    interpreters (``repeat`` each, taking turns): medians, ratios, ranges,
+    XLA's work, and the median time outside it."""
+    variants = tuple(BACKENDS) + ((AT_CALL,) if at_call else ())
     table = []
     for graph in graphs:
-        tries = first_calls_of(graph, "fresh", repeat)
+        tries = first_calls_of(graph, "fresh", repeat, variants)
         if not all(tries.values()):
             continue
-        med = {v: _median(tries[v], "seconds") for v in BACKENDS}
+        med = {v: _median(tries[v], "seconds") for v in variants}
+        extra = {}
+        if at_call:
+            extra = {f"{AT_CALL} s": med[AT_CALL], f"ours/{AT_CALL}": med["ours"] / med[AT_CALL]}
         table.append({
             "model": graph,
             "ours s": med["ours"], "openxla_eval s": med["openxla_eval"],
@@ -455,21 +469,28 @@ def first_call_rows(graphs, repeat: int) -> list[dict]:
                            f"({_median(tries[v], 'compile_s'):.2f} s), "
                            f"{_median(tries[v], 'executions'):g} runs" for v in BACKENDS},
             **{f"{v} host s": _host_seconds(tries[v]) for v in BACKENDS},
+            **extra,
             "first calls": tries,
         })
     return table
 
 
 def first_call_summary(table: list[dict]) -> list[str]:
-    """How many models ours is no slower on, and the geomean of the ratios."""
+    """How many models ours is no slower on, and the geomean of the ratios
+    (and of ours against ``AT_CALL``, where measured)."""
     from benchmarks import stats
 
     ratios = [row["ours/openxla_eval"] for row in table]
     if not ratios:
         return ["no first call measured"]
     met = sum(r <= 1 for r in ratios)
-    return [f"first call no slower than openxla_eval's on {met} of {len(ratios)} models; "
-            f"geomean ours/openxla_eval {stats.geomean(ratios):.3f}"]
+    lines = [f"first call no slower than openxla_eval's on {met} of {len(ratios)} models; "
+             f"geomean ours/openxla_eval {stats.geomean(ratios):.3f}"]
+    ahead = [row[f"ours/{AT_CALL}"] for row in table if f"ours/{AT_CALL}" in row]
+    if ahead:
+        lines.append(f"compiled ahead against at the call: faster on {sum(r < 1 for r in ahead)} of "
+                     f"{len(ahead)} models; geomean ours/{AT_CALL} {stats.geomean(ahead):.3f}")
+    return lines
 
 
 def render(table: list[dict], columns) -> str:
@@ -496,6 +517,9 @@ def main(argv=None) -> int:
     parser.add_argument("--first-calls-only", action="store_true",
                         help="measure only first calls, in fresh interpreters (with --graphs seed: "
                              "the ten seed models)")
+    parser.add_argument("--at-call", action="store_true",
+                        help="with --first-calls-only: also time ours building and compiling the graph "
+                             "on its first call instead of ahead of it")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     parser.add_argument("--first-call-of", nargs=2, metavar=("GRAPH", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -505,6 +529,8 @@ def main(argv=None) -> int:
         print(json.dumps(first_call(graph, variant)))
         return 0
     graphs = [g.strip() for g in args.graphs.split(",") if g.strip()]
+    if args.at_call and not args.first_calls_only:
+        parser.error("--at-call needs --first-calls-only")
     if args.first_calls_only:
         return _first_calls_only(parser, graphs, args)
     unknown = sorted(set(graphs) - set(GRAPHS))
@@ -553,9 +579,9 @@ def _first_calls_only(parser, graphs: list[str], args) -> int:
         parser.error(f"unknown graph(s) {', '.join(unknown)}; known: {', '.join(GRAPHS)}, "
                      "seed, or a built-in model")
     repeat = args.first_call_repeat or (1 if args.quick else 3)
-    table = first_call_rows(graphs, repeat)
+    table = first_call_rows(graphs, repeat, args.at_call)
     print(f"First calls (trace, compile, run), each in a fresh interpreter; median of {repeat} per backend")
-    print(render(table, FIRST_CALL_COLUMNS))
+    print(render(table, FIRST_CALL_COLUMNS + (AT_CALL_COLUMNS if args.at_call else ())))
     for line in first_call_summary(table):
         print(line)
     _write_json(args.json, table)

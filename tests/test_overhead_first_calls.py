@@ -14,7 +14,7 @@ def test_first_call_rows_take_medians_and_ratios(monkeypatch):
     fake = {"m1": {"ours": _tries([1.0, 3.0, 2.0]), "openxla_eval": _tries([4.0, 4.0, 5.0], 2, 3)},
             "m2": {"ours": _tries([2.0]), "openxla_eval": _tries([1.0])},
             "broken": {"ours": _tries([1.0]), "openxla_eval": []}}
-    monkeypatch.setattr(overhead, "first_calls_of", lambda graph, how, repeat: fake[graph])
+    monkeypatch.setattr(overhead, "first_calls_of", lambda graph, how, repeat, variants: fake[graph])
     table = overhead.first_call_rows(["m1", "m2", "broken"], 3)
     assert [row["model"] for row in table] == ["m1", "m2"]  # a failed backend: no row
     m1 = table[0]
@@ -53,3 +53,45 @@ def test_fresh_tries_alternate_which_backend_goes_first(monkeypatch):
     tries = overhead.first_calls_of("m", "fresh", 3)
     assert order == ["ours", "openxla_eval", "openxla_eval", "ours", "ours", "openxla_eval"]
     assert {v: len(t) for v, t in tries.items()} == {"ours": 3, "openxla_eval": 3}
+
+
+def test_three_variants_take_turns_going_first(monkeypatch):
+    order = []
+    monkeypatch.setattr(overhead, "first_call_fresh",
+                        lambda graph, variant: order.append(variant) or {"seconds": 1.0})
+    overhead.first_calls_of("m", "fresh", 3, ("a", "b", "c"))
+    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
+def test_at_call_rows_compare_ours_with_its_graph_built_on_the_first_call(monkeypatch):
+    fake = {"ours": _tries([1.8, 2.0, 1.9]), "openxla_eval": _tries([2.0, 2.2]),
+            overhead.AT_CALL: _tries([2.0, 2.1, 2.5])}
+    asked = []
+    monkeypatch.setattr(overhead, "first_calls_of",
+                        lambda graph, how, repeat, variants: asked.append(variants) or fake)
+    table = overhead.first_call_rows(["m"], 3, at_call=True)
+    assert asked == [("ours", "openxla_eval", overhead.AT_CALL)]
+    row = table[0]
+    assert row["ours at call s"] == 2.1 and row["ours/ours at call"] == pytest.approx(1.9 / 2.1)
+    assert overhead.first_call_summary(table)[1] == (
+        "compiled ahead against at the call: faster on 1 of 1 models; geomean ours/ours at call 0.905")
+
+
+def test_at_call_without_first_calls_only_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        overhead.main(["--at-call"])
+    assert exit_.value.code == 2 and "--at-call needs --first-calls-only" in capsys.readouterr().err
+
+
+def test_at_call_builds_nothing_ahead_of_the_first_call(monkeypatch, xla):
+    """The ``AT_CALL`` variant times what it says: nothing is traced or
+    compiled when dynamo hands the graph over."""
+    import torch
+
+    from xla_backends.trace_once import TraceOnce
+
+    monkeypatch.setattr(TraceOnce, "prepare", TraceOnce.prepare)  # put back after the test
+    assert overhead.first_call("tiny_mlp", overhead.AT_CALL)["compiles"] == 1
+    runner = TraceOnce(torch.fx.symbolic_trace(lambda x: x + 1))
+    runner.prepare([torch.ones(2, device=xla)])
+    assert runner.runners == []
