@@ -1,0 +1,113 @@
+"""Where a compiled training step loses to a lazy one: ``python -m benchmarks.step_split``.
+
+AOT autograd hands the backend a forward and a backward graph, so a compiled
+training step runs at least two executables where a lazy step runs one. This
+times, interleaved in every repeat (rotating the order), one SGD training
+step at batch 1 of each model as
+
+* ``lazy``: the step traced lazily, one sync at its end (the XLA baseline);
+* ``lazy, sync after backward``: forward and backward as one executable,
+  the optimizer's update as another;
+* ``lazy, sync after forward and backward``: the pieces AOT autograd makes;
+* ``ours``: the model compiled with ``aot_torchxla_trace_once``;
+* ``openxla``: the model compiled with torch_xla's own AOT backend;
+
+and prints each variant's median step time and the lazy step's median over
+it (above 1x: faster than lazy).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+
+SYNC_AFTER = {  # lazy variants: where the step is cut into executables
+    "lazy": (),
+    "lazy, sync after backward": ("backward",),
+    "lazy, sync after forward and backward": ("forward", "backward"),
+}
+COMPILED = {"ours": "aot_torchxla_trace_once", "openxla": "openxla"}
+VARIANTS = tuple(SYNC_AFTER) + tuple(COMPILED)
+
+
+def make_step(module, inputs, variant: str):
+    """One training step of a copy of ``module`` (``step.model``) on the XLA
+    device, ending when the device is done."""
+    import torch
+    import torch_xla
+
+    import xla_backends  # noqa: F401  (registers our backends)
+
+    device = torch_xla.device()
+    model = copy.deepcopy(module).to(device).train()
+    fn = torch.compile(model, backend=COMPILED[variant]) if variant in COMPILED else model
+    cuts = SYNC_AFTER.get(variant, ())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    args = tuple(t.to(device) for t in inputs)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = fn(*args).float().mean()
+        if "forward" in cuts:
+            torch_xla.sync()
+        loss.backward()
+        if "backward" in cuts:
+            torch_xla.sync()
+        optimizer.step()
+        torch_xla.sync()
+        torch_xla._XLAC._xla_wait_device_ops([])
+
+    step.model = model  # the copy it trains
+    return step
+
+
+def measure(model_name: str, repeat: int, warmup: int = 3) -> list[dict]:
+    from benchmarks import suite
+
+    bench = suite.load(model_name, batch_size=1)
+    steps = {v: make_step(bench.module, bench.example_inputs().args, v) for v in VARIANTS}
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    times = {v: [] for v in VARIANTS}
+    for r in range(repeat):
+        k = r % len(VARIANTS)
+        for v in VARIANTS[k:] + VARIANTS[:k]:
+            start = time.perf_counter()
+            steps[v]()
+            times[v].append(time.perf_counter() - start)
+    lazy = statistics.median(times["lazy"])
+    return [{"model": model_name, "variant": v, "step ms": statistics.median(times[v]) * 1e3,
+             "lazy/variant": lazy / statistics.median(times[v])} for v in VARIANTS]
+
+
+def main(argv=None) -> int:
+    from tabulate import tabulate
+
+    from benchmarks import suite
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.step_split",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="alexnet,vgg16",
+                        help="comma-separated built-in models (default alexnet,vgg16)")
+    parser.add_argument("--repeat", type=int, default=10, help="interleaved steps per variant (default 10)")
+    args = parser.parse_args(argv)
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = sorted(set(models) - set(suite.list_models("builtin")))
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    table = [row for m in models for row in measure(m, args.repeat)]
+    print(f"One SGD training step at batch 1: median of {args.repeat} interleaved steps per variant")
+    print(tabulate([list(r.values()) for r in table], headers=list(table[0]), floatfmt=".3g"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
