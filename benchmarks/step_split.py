@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import statistics
 import sys
 import time
 
@@ -42,25 +41,25 @@ def make_step(module, inputs, variant: str):
     import torch_xla
 
     import xla_backends  # noqa: F401  (registers our backends)
+    from benchmarks.placement import LEARNING_RATE, scalar_loss, sync_device
 
     device = torch_xla.device()
     model = copy.deepcopy(module).to(device).train()
     fn = torch.compile(model, backend=COMPILED[variant]) if variant in COMPILED else model
     cuts = SYNC_AFTER.get(variant, ())
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
     args = tuple(t.to(device) for t in inputs)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = fn(*args).float().mean()
+        loss = scalar_loss(fn(*args))
         if "forward" in cuts:
             torch_xla.sync()
         loss.backward()
         if "backward" in cuts:
             torch_xla.sync()
         optimizer.step()
-        torch_xla.sync()
-        torch_xla._XLAC._xla_wait_device_ops([])
+        sync_device()
 
     step.model = model  # the copy it trains
     return step
@@ -68,22 +67,22 @@ def make_step(module, inputs, variant: str):
 
 def measure(model_name: str, repeat: int, warmup: int = 3) -> list[dict]:
     from benchmarks import suite
+    from benchmarks.overhead import _round_robin
 
     bench = suite.load(model_name, batch_size=1)
     steps = {v: make_step(bench.module, bench.example_inputs().args, v) for v in VARIANTS}
     for step in steps.values():
         for _ in range(warmup):
             step()
-    times = {v: [] for v in VARIANTS}
-    for r in range(repeat):
-        k = r % len(VARIANTS)
-        for v in VARIANTS[k:] + VARIANTS[:k]:
-            start = time.perf_counter()
-            steps[v]()
-            times[v].append(time.perf_counter() - start)
-    lazy = statistics.median(times["lazy"])
-    return [{"model": model_name, "variant": v, "step ms": statistics.median(times[v]) * 1e3,
-             "lazy/variant": lazy / statistics.median(times[v])} for v in VARIANTS]
+
+    def seconds(variant):
+        start = time.perf_counter()
+        steps[variant]()
+        return time.perf_counter() - start
+
+    median = _round_robin(VARIANTS, repeat, 1, seconds)
+    return [{"model": model_name, "variant": v, "step ms": median[v] * 1e3,
+             "lazy/variant": median["lazy"] / median[v]} for v in VARIANTS]
 
 
 def main(argv=None) -> int:

@@ -83,16 +83,15 @@ def test_at_call_without_first_calls_only_is_refused(capsys):
     assert exit_.value.code == 2 and "--at-call needs --first-calls-only" in capsys.readouterr().err
 
 
-def test_at_call_builds_nothing_ahead_of_the_first_call(monkeypatch, xla):
+def test_at_call_builds_nothing_ahead_of_the_first_call(xla):
     """The ``AT_CALL`` variant times what it says: nothing is traced or
     compiled when dynamo hands the graph over."""
     import torch
 
     from xla_backends.trace_once import TraceOnce
 
-    monkeypatch.setattr(TraceOnce, "prepare", TraceOnce.prepare)  # put back after the test
     # (XLA's in-memory cache may already hold this graph from another test.)
     assert overhead.first_call("tiny_mlp", overhead.AT_CALL)["seconds"] > 0
-    runner = TraceOnce(torch.fx.symbolic_trace(lambda x: x + 1))
-    runner.prepare([torch.ones(2, device=xla)])
-    assert runner.runners == []
+    runner = overhead.at_call_backend(torch.fx.symbolic_trace(lambda x: x + 1),
+                                      [torch.ones(2, device=xla)])
+    assert isinstance(runner, TraceOnce) and runner.runners == []

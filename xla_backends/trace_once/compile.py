@@ -63,7 +63,9 @@ def compile_results(results: list, arg_handles: dict, n_args: int,
 def _in_background(fn, *args) -> Future:
     """``fn(*args)`` on a new thread; the future holds its error, if any. The
     thread is not a daemon: an interpreter exiting mid-compile waits for it
-    rather than tearing XLA down under it."""
+    rather than tearing XLA down under it. A thread per compile rather than
+    a pool: a process forked after a compile would inherit a pool whose
+    thread it lacks, and queue its compiles forever."""
     future: Future = Future()
 
     def work():
