@@ -237,7 +237,7 @@ def make_config(args: argparse.Namespace, settings=None) -> RunConfig:
     phase = "training" if args.training else "inference"
     output = Path(args.output) if args.output else Path(
         args.output_directory, f"{mode}_{phase}_{args.device}.csv")
-    check_output(output, resume=args.resume, overwrite=args.overwrite)  # removes nothing yet
+    check_output(output, resume=args.resume, overwrite=args.overwrite, mode=mode)  # removes nothing yet
     folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
                (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"),
                 ("--compile-cache", "compile_cache"))}
@@ -471,27 +471,43 @@ def available_backends() -> list[str]:
     return sorted(set(torch._dynamo.list_backends(exclude_tags=())))
 
 
-def check_output(csv_path: Path, *, resume: bool, overwrite: bool) -> None:
+def check_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: str = "performance") -> None:
     """Refuse an output that cannot be written, or one that would be lost."""
     from .results import check_output as check
 
     check(csv_path, overwrite=overwrite, resume=resume)
     if resume and csv_path.exists() and csv_path.stat().st_size > 0:
-        _check_resumable(csv_path)
+        _check_resumable(csv_path, mode)
 
 
-def _check_resumable(csv_path: Path) -> None:
-    """--resume appends rows: the file must have exactly the columns we write."""
-    from .results import CSV_COLUMNS
+def _check_resumable(csv_path: Path, mode: str) -> None:
+    """--resume appends rows: the file must have exactly the columns we write,
+    and rows that measured what this run measures (``mode``)."""
+    from . import results
 
     try:
         with open(csv_path, newline="", encoding="utf-8") as f:
             header = next(csv.reader(f), [])
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise UsageError(f"cannot --resume {csv_path}: {err}") from None
-    if header != CSV_COLUMNS:
+    if header != results.CSV_COLUMNS:
         raise UsageError(f"cannot --resume {csv_path}: its columns differ from the ones this harness "
                          "writes (an older version's file?); pass a new --output, or --overwrite")
+    other = _measured_otherwise(results.read_cells(csv_path), mode)
+    if other:
+        raise UsageError(f"cannot --resume {csv_path} in {mode} mode: it holds {other} rows "
+                         f"(--{other}); pass another --output, or run with --{other}")
+
+
+def _measured_otherwise(rows, mode: str) -> str | None:
+    """What rows of a file measured, if not ``mode``: accuracy if one holds a
+    verdict, performance if one holds a speedup (a failed row holds
+    neither and can belong to either)."""
+    from .results import measures
+
+    if mode != "accuracy":
+        return "accuracy" if any(measures(r) == "accuracy" for r in rows) else None
+    return "performance" if any(r.get("speedup", "").strip() for r in rows) else None
 
 
 def _batch_size_label(name: str, settings, suite: str, profile: str, training: bool,

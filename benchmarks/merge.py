@@ -19,6 +19,8 @@ Rules:
   written and the exit code is 2, with the duplicates named. (Rows repeated
   *within* one input, a re-run appended to it, are kept as they are; the
   report reads the last, as it does for a single run.)
+* Inputs of an ``--accuracy`` run and of a performance run are not merged
+  (``results.measures``): one file holds verdicts or speedups, not both.
 * OUT (or the ``.jsonl`` / ``.md`` beside it) is not replaced without
   ``--overwrite``, and OUT can never be one of the inputs.
 * An input without its ``.jsonl`` is merged with a warning: its rows then
@@ -154,11 +156,21 @@ def _describe_duplicates(found: dict[results.ExperimentKey, list[Path]]) -> str:
             f"{'; '.join(listed)}{more}")
 
 
+def _check_one_measure(shards: Sequence[Shard]) -> None:
+    """Accuracy verdicts and speedups do not share a file (``results.measures``)."""
+    accuracy = [s.path for s in shards if any(results.measures(r) == "accuracy" for r in s.rows)]
+    speedups = [s.path for s in shards if any(r.get("speedup", "").strip() for r in s.rows)]
+    if accuracy and speedups:
+        raise UsageError(f"{accuracy[0]} holds --accuracy rows and {speedups[0]} --performance rows; "
+                         "merge the runs of each mode apart, nothing written")
+
+
 def merge(shards: Sequence[Shard]) -> tuple[list[dict[str, str]], list[str]]:
     """The merged rows and sample lines, in model order (stable by name)."""
     found = duplicates(shards)
     if found:
         raise UsageError(_describe_duplicates(found))
+    _check_one_measure(shards)
     rows = sorted((row for shard in shards for row in shard.rows), key=lambda row: row["name"])
     samples = sorted((s for shard in shards for s in shard.samples), key=lambda s: s[0])
     return rows, [line for _, line in samples]

@@ -74,12 +74,14 @@ def pending_work(config: RunConfig) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def completed(config: RunConfig) -> set[results.ExperimentKey]:
-    """The experiments the CSV has a row of (whatever its status)."""
+    """The experiments the CSV has a row of (whatever its status) that
+    measured what this run measures (``results.measures``)."""
     path = config.csv_path
     if not path.exists() or path.stat().st_size == 0:
         return set()
     df = results.read_rows(path)
-    keys = {results.experiment_key(row) for row in df.to_dict("records")}
+    keys = {results.experiment_key(row) for row in df.to_dict("records")
+            if results.measures(row) == config.mode}
     # TorchBench may choose the batch size (expected as None): any size matches.
     return keys | {key._replace(batch_size=None) for key in keys}
 

@@ -219,6 +219,14 @@ def passed(row: Mapping[str, Any]) -> bool:
     return status == STATUS_PASS
 
 
+def measures(row: Mapping[str, Any]) -> str:
+    """What a row measured: ``"accuracy"`` (it holds a verdict: every row of
+    an ``--accuracy`` run does) or ``"performance"``. The two never share a
+    file: --resume and merge refuse to mix them."""
+    verdict = row.get("accuracy")
+    return "accuracy" if isinstance(verdict, str) and verdict.strip() else "performance"
+
+
 def latest(df: pd.DataFrame) -> pd.DataFrame:
     """One row per experiment (``experiment_key``): the last, as a re-run
     appended to a file replaces the earlier attempt."""

@@ -97,10 +97,12 @@ def join(parts: list["ModelResult"]) -> "ModelResult":
 
 
 def failed(config: RunConfig, base: dict | list[dict], status: str, error) -> ModelResult:
-    """One row per backend (and batch size, given several bases), all with ``status``."""
+    """One row per backend (and batch size, given several bases), all with
+    ``status`` (an accuracy run's verdict too: ``results.measures``)."""
     line = error if isinstance(error, str) else first_line(error)
     bases = base if isinstance(base, list) else [base]
-    return ModelResult(rows=[{**b, "backend": backend, "status": status, "error": line}
+    verdict = {"accuracy": status} if config.mode == "accuracy" else {}
+    return ModelResult(rows=[{**b, "backend": backend, "status": status, "error": line, **verdict}
                              for b in bases for backend in config.backends])
 
 

@@ -83,6 +83,50 @@ def test_training_resumed_on_an_inference_csv_runs_the_training_rows(tmp_path, f
     assert "## inference, fp32" in md and "## training, fp32" in md
 
 
+def test_accuracy_and_performance_runs_do_not_resume_each_other(tmp_path, fault_models, capsys):
+    out = tmp_path / "run.csv"
+    args = _fast(tmp_path, "-k", "^(ok_mlp|raise_on_run)$", "--backend", "eager", "--output", str(out))
+    code, _, err = run([*args, "--accuracy"], capsys)
+    assert code == 0, err
+    df = results.read_rows(out)
+    # Every row of an accuracy run holds a verdict, a failed one too.
+    assert dict(zip(df["name"], df["accuracy"])) == {"ok_mlp": "pass", "raise_on_run": "eager_fail_to_run"}
+    assert {results.measures(r) for r in df.to_dict("records")} == {"accuracy"}
+    text = out.read_text()
+    code, _, err = run([*args, "--resume"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"cannot --resume {out} in performance mode: it holds accuracy rows" in err
+    assert out.read_text() == text
+    # The other way round: a performance CSV refuses an --accuracy resume.
+    perf = tmp_path / "perf.csv"
+    args = _fast(tmp_path, "--only", "ok_mlp", "--backend", "eager", "--output", str(perf))
+    assert run(args, capsys)[0] == 0
+    text = perf.read_text()
+    code, _, err = run([*args, "--accuracy", "--resume"], capsys)
+    assert code == 2 and "it holds performance rows (--performance)" in err, err
+    assert perf.read_text() == text
+    # Resumed in its own mode, an accuracy CSV has nothing left to run.
+    config = cli.make_config(cli.build_parser().parse_args(
+        [*_fast(tmp_path, "--only", "ok_mlp", "--backend", "eager", "--output", str(out)),
+         "--accuracy", "--resume"]))
+    assert orchestrate.pending_work(config) == []
+
+
+def test_failed_rows_of_a_performance_run_are_not_done_accuracy_experiments(config):
+    # A failed row holds neither a speedup nor a verdict: it counts as done
+    # for a performance resume only.
+    from benchmarks.rows import failed, row_bases
+
+    config = config.replace(models=("ok_mlp",))
+    assert orchestrate.pending_work(config.replace(resume=True)) == [("ok_mlp", ("eager",))]
+    bases = row_bases(config, "ok_mlp")
+    results.append_rows(config.csv_path, failed(config, bases, "crashed", "killed").rows)
+    assert orchestrate.pending_work(config.replace(resume=True)) == []
+    accuracy = config.replace(resume=True, mode="accuracy")
+    assert orchestrate.pending_work(accuracy) == [("ok_mlp", ("eager",))]
+    assert failed(accuracy, bases, "crashed", "killed").rows[0]["accuracy"] == "crashed"
+
+
 def test_compare_of_inference_and_training_runs(tmp_path, fault_models, capsys):
     common = _fast(tmp_path, "--only", "ok_mlp", "--backend", "eager", "--repeat", "6")
     inference, training = tmp_path / "inference.csv", tmp_path / "training.csv"

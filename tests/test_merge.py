@@ -224,6 +224,26 @@ def test_refuses_an_existing_samples_file_too(two, tmp_path, capsys):
     assert_one_line_error(code, err, results.samples_path(out), "--overwrite")
 
 
+def test_accuracy_and_performance_runs_are_not_merged(tmp_path, capsys):
+    def verdict_shard(path, *rows):  # an accuracy run times nothing: no samples
+        shard(path, *rows, samples=False)
+        results.append_samples(results.samples_path(path), [])
+        return path
+
+    speedups = shard(tmp_path / "perf" / "run.csv", row("alpha"))
+    verdicts = verdict_shard(tmp_path / "acc" / "run.csv", row("beta", speedup=None, accuracy="pass"))
+    out = tmp_path / "out.csv"
+    code, _, err = run_merge(capsys, out, speedups, verdicts)
+    assert_one_line_error(code, err, verdicts, "--accuracy", speedups, "--performance")
+    assert not out.exists() and not results.samples_path(out).exists()
+    # Verdicts only (a failed row holds neither) merge.
+    failed = verdict_shard(tmp_path / "failed" / "run.csv",
+                           row("gamma", speedup=None, status="crashed", accuracy="crashed"))
+    code, _, err = run_merge(capsys, out, verdicts, failed)
+    assert code == 0, err
+    assert list(results.read_rows(out)["accuracy"]) == ["pass", "crashed"]
+
+
 def test_empty_shards_merge(tmp_path, capsys):
     # What a shard with no models (more partitions than models) leaves.
     empty = tmp_path / "empty.csv"
