@@ -3,9 +3,10 @@
 Offers:
 
 * ``plot_speedups(df, png_path)`` -- one run (``results.read_rows`` output):
-  grouped bars of speedup per model and backend with bootstrap-CI error bars,
-  a line at 1.0 and a dashed geomean line per backend; failed pairs are left
-  out and listed under the chart.
+  grouped bars of speedup per model (and batch size, in a cycle) and backend
+  with bootstrap-CI error bars, a line at 1.0 and a dashed geomean line per
+  backend, a panel per group of settings (``results.groups``); failed pairs
+  are left out and listed under the chart.
 * ``plot_comparison(comparison, png_path)`` -- a ``compare.Comparison``:
   horizontal bars of the change of the backend/baseline ratio per (model,
   backend), the number the gate judges, colored by mark, with the
@@ -105,28 +106,55 @@ def speedup_figure(df: pd.DataFrame, title: str | None = None) -> Figure:
 
     Bars grow from 1.0x on a log axis, so 0.5x and 2x are the same length
     and a slowdown points down. As in ``benchmarks.report``, the last row of
-    a (model, backend) pair wins. The default title says what was measured.
+    an experiment wins, rows of other settings (``results.groups``: a
+    training run resumed on an inference CSV) get a panel each, and a model
+    run at several batch sizes (a cycle) a bar per size. The default title
+    says what was measured; ``title`` replaces the first panel's.
     """
-    title = speedup_title(df) if title is None else title
     latest = results.latest(df)
-    ok = latest[latest.apply(_plotted, axis=1)] if not latest.empty else latest
+    panels = [g for g in results.groups(latest) if g.apply(_plotted, axis=1).any()] if not latest.empty else []
     failed = [f"{r['name']}/{r['backend']} ({r['status']})" for _, r in latest.iterrows() if not _plotted(r)]
-    backends = list(pd.unique(latest["backend"].dropna()))
-    models = list(pd.unique(ok["name"].dropna()))
-
-    fig = Figure(figsize=(max(6.0, 1.0 + 0.5 * len(models) * max(1, len(backends))), 5.0), layout="constrained")
-    if not models:
+    widest = max((len(_bars(p)[0]) * max(1, p["backend"].nunique()) for p in panels), default=0)
+    fig = Figure(figsize=(max(6.0, 1.0 + 0.5 * widest), 5.0 * max(1, len(panels))), layout="constrained")
+    if not panels:
         _empty(fig, "No passing results")
         return fig
-    ax = fig.add_subplot()
+    for k, panel in enumerate(panels):
+        ax = fig.add_subplot(len(panels), 1, k + 1)
+        _draw_speedups(ax, panel, title if k == 0 and title is not None else speedup_title(panel))
+    note = _note("Omitted (failed)", failed, width=110)
+    if note:
+        fig.supxlabel(note, fontsize="small")  # supxlabel takes part in constrained layout
+    return fig
+
+
+def _bars(panel: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The bar positions of a panel (model, or model and batch size when a
+    model ran at several) and, per row, its position's label."""
+    sizes = panel.groupby("name")["batch_size"].nunique() if "batch_size" in panel else None
+    cycled = set(sizes[sizes > 1].index) if sizes is not None else set()
+    labels = [f"{r['name']} bs {int(r['batch_size'])}" if r["name"] in cycled else str(r["name"])
+              for _, r in panel.iterrows()]
+    plotted = [label for label, ok in zip(labels, panel.apply(_plotted, axis=1)) if ok]
+    return list(dict.fromkeys(plotted)), labels
+
+
+def _draw_speedups(ax, panel: pd.DataFrame, title: str) -> None:
+    positions_of, labels = _bars(panel)
+    ok_mask = panel.apply(_plotted, axis=1).to_numpy()
+    ok = panel[ok_mask]
+    ok_labels = [label for label, keep in zip(labels, ok_mask) if keep]
+    backends = list(pd.unique(panel["backend"].dropna()))
     width = 0.8 / len(backends)
-    x = np.arange(len(models))
+    x = np.arange(len(positions_of))
     for i, backend in enumerate(backends):
-        rows = ok[ok["backend"] == backend]
+        mine = (ok["backend"] == backend).to_numpy()
+        rows = ok[mine]
         if rows.empty:
             continue  # every model failed with it: listed in the note
         color = f"C{i}"
-        positions = x[[models.index(name) for name in rows["name"]]] + (i - (len(backends) - 1) / 2) * width
+        at = [positions_of.index(label) for label, m in zip(ok_labels, mine) if m]
+        positions = x[at] + (i - (len(backends) - 1) / 2) * width
         ax.bar(positions, rows["speedup"] - 1.0, width, bottom=1.0, yerr=_error_bars(rows), capsize=3,
                color=color, label=backend)
         geomean = stats.geomean(rows["speedup"])
@@ -134,18 +162,17 @@ def speedup_figure(df: pd.DataFrame, title: str | None = None) -> Figure:
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     low, high = ax.get_ylim()
+    # Out to the labelled ticks around the data: each end of the axis says its value.
+    low = max((t for t in LOG_TICKS if t <= low), default=low)
+    high = min((t for t in LOG_TICKS if t >= high), default=high)
     ax.set_yticks([t for t in LOG_TICKS if low <= t <= high])
     ax.set_ylim(low, high)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    ax.set_xticks(x, models, rotation=30, ha="right")
+    ax.set_xticks(x, positions_of, rotation=30, ha="right")
     ax.set_ylabel("speedup, log scale (higher is better)")
     ax.set_title(title)
     ax.legend(fontsize="small")
-    note = _note("Omitted (failed)", failed, width=110)
-    if note:
-        fig.supxlabel(note, fontsize="small")  # supxlabel takes part in constrained layout
-    return fig
 
 
 # --------------------------------------------------------------------------

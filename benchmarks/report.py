@@ -10,9 +10,6 @@ Offers:
   verdicts with max error and tolerance; ``latency_table(df)`` -- ms per step.
 * ``describe(df) -> str`` / ``caption(df) -> str`` -- what was measured:
   mode, dtype, shapes, device and baseline.
-* ``groups(df)`` -- the rows split by experiment settings
-  (``results.SETTING_COLUMNS`` but the batch size): a file a training run
-  was resumed on holds an inference and a training group, each its own table.
 * ``graph_break_table(breaks)`` -- breaks per model, from the graph-break CSV.
 * ``headroom_table(df)`` -- per row, the zero-overhead limit of the speedup
   and the share of it the backend captured.
@@ -197,11 +194,6 @@ def latency_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return ["name", "batch_size", "baseline ms", *(f"{b} ms" for b in backends)], rows
 
 
-# The settings a table is drawn for: the experiment's key less the model,
-# the backend and the batch size (a cycle of batch sizes is one table).
-GROUP_COLUMNS = tuple(c for c in results.SETTING_COLUMNS if c != "batch_size")
-
-
 def _values(df: pd.DataFrame, column: str, unknown: str) -> str:
     """The distinct values of ``column``, /-joined; ``unknown`` if none."""
     if column not in df:
@@ -229,16 +221,6 @@ def caption(df: pd.DataFrame) -> str:
         text += ("; the batch sizes were cycled across repeats and each is a row of its own: "
                  "speedups and first-call compiles are per batch size")
     return text
-
-
-def groups(df: pd.DataFrame) -> list[pd.DataFrame]:
-    """The rows split by ``GROUP_COLUMNS``, in order of first appearance."""
-    columns = [c for c in GROUP_COLUMNS if c in df]
-    if not columns or df.empty:
-        return [df]
-    labels = [tuple(None if pd.isna(v) else v for v in values)
-              for values in df[columns].itertuples(index=False)]
-    return [df[[label == wanted for label in labels]] for wanted in dict.fromkeys(labels)]
 
 
 def title_suffix(df: pd.DataFrame) -> str:
@@ -443,7 +425,7 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
 
 def _accuracy_sections(df: pd.DataFrame) -> list[str]:
     parts = [ACCURACY_EXPLANATION, ""]
-    for group in groups(df):
+    for group in results.groups(df):
         headers, rows = accuracy_summary(group)
         parts += [f"{caption(group)}.", "", tabulate(rows, headers=headers, tablefmt="github",
                                                      disable_numparse=True), ""]
@@ -455,7 +437,7 @@ def _accuracy_sections(df: pd.DataFrame) -> list[str]:
 
 def _speed_sections(df: pd.DataFrame, plot: str | None) -> list[str]:
     parts = [EXPLANATION, ""]
-    sections = groups(df)
+    sections = results.groups(df)
     for group in sections:
         if len(sections) > 1:
             parts += [f"## {describe(group)}", ""]
@@ -513,7 +495,7 @@ def render_console(df: pd.DataFrame, logs: Path | None = None) -> str:
     if df.empty:
         return "No results.\n"
     table = _verdicts if is_accuracy(df) else _table
-    text = "\n".join(f"{caption(group)}\n\n{table(group, 'simple')}\n" for group in groups(df))
+    text = "\n".join(f"{caption(group)}\n\n{table(group, 'simple')}\n" for group in results.groups(df))
     failed, shaky = failures(df, logs), unstable(df)
     for name, backend, status, reason, log in failed:
         text += f"\nfailed: {name} / {backend}: {status}{': ' + reason if reason else ''}"

@@ -12,7 +12,8 @@ A run writes three files that share a stem (``results/<stem>.*``):
 
 Offers ``SCHEMA_VERSION`` (and its history below), ``COLUMNS`` /
 ``CSV_COLUMNS``, the status constants, ``experiment_key`` (what identifies an
-experiment: resume, merge, compare and the report all use it), ``append_rows``
+experiment: resume, merge, compare and the report all use it), ``groups``
+(rows split by their settings, a table or chart each), ``append_rows``
 / ``read_rows`` / ``empty_frame``, ``sample_record`` / ``append_samples`` /
 ``read_samples``, ``append_graph_breaks`` / ``read_graph_breaks`` and the
 paths of the files beside a CSV.
@@ -225,6 +226,23 @@ def measures(row: Mapping[str, Any]) -> str:
     file: --resume and merge refuse to mix them."""
     verdict = row.get("accuracy")
     return "accuracy" if isinstance(verdict, str) and verdict.strip() else "performance"
+
+
+# The settings a table or chart is drawn for: the experiment's key less the
+# model, the backend and the batch size (a cycle of batch sizes is one table).
+GROUP_COLUMNS = tuple(c for c in SETTING_COLUMNS if c != "batch_size")
+
+
+def groups(df: pd.DataFrame) -> list[pd.DataFrame]:
+    """The rows split by ``GROUP_COLUMNS``, in order of first appearance: a
+    file a training run was resumed on holds an inference and a training
+    group, each its own table and chart."""
+    columns = [c for c in GROUP_COLUMNS if c in df]
+    if not columns or df.empty:
+        return [df]
+    labels = [tuple(None if pd.isna(v) else v for v in values)
+              for values in df[columns].itertuples(index=False)]
+    return [df[[label == wanted for label in labels]] for wanted in dict.fromkeys(labels)]
 
 
 def latest(df: pd.DataFrame) -> pd.DataFrame:

@@ -67,3 +67,38 @@ def test_speedups_on_a_log_axis_titled_with_what_was_measured():
     low, high = ax.get_ylim()
     assert low < 0.21 and high > 3.0  # a 0.21x slowdown is visible, pointing down from 1x
     assert ax.get_title() == "Speedup over xla baseline (cpu, inference, bf16)"
+
+
+def _row(name, backend, speedup, **settings):
+    return {**dict(dev="cpu", name=name, batch_size=1, backend=backend, baseline="xla", speedup=speedup,
+                   speedup_ci_low=np.nan, speedup_ci_high=np.nan, status="pass", schema_version=4,
+                   mode="inference", dtype="fp32"), **settings}
+
+
+def _bar_heights(ax) -> dict[str, list[float]]:
+    """Per backend (legend label), the speedups its bars show, left to right."""
+    found = {}
+    for container in ax.containers:
+        if hasattr(container, "patches") and container.get_label() and not container.get_label().startswith("_"):
+            bars = sorted(container.patches, key=lambda p: p.get_x())
+            found[container.get_label()] = [round(p.get_y() + p.get_height(), 6) for p in bars]
+    return found
+
+
+def test_a_cycle_of_batch_sizes_draws_a_bar_per_size():
+    rows = [_row("m", b, v, batch_size=bs) for b, bs, v in
+            (("ours", 2, 1.5), ("ours", 4, 2.5), ("lazy", 2, 1.1), ("lazy", 4, 0.8))]
+    rows.append(_row("n", "ours", 3.0))
+    rows.append(_row("n", "lazy", 1.2))
+    (ax,) = plots.speedup_figure(pd.DataFrame(rows)).axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["m bs 2", "m bs 4", "n"]
+    assert _bar_heights(ax) == {"ours": [1.5, 2.5, 3.0], "lazy": [1.1, 0.8, 1.2]}
+
+
+def test_rows_of_other_settings_get_a_panel_each():
+    # A training run resumed on an inference CSV: the same model in two modes.
+    rows = [_row("m", "ours", 2.0), _row("m", "ours", 0.5, mode="training")]
+    fig = plots.speedup_figure(pd.DataFrame(rows))
+    assert [ax.get_title() for ax in fig.axes] == ["Speedup over xla baseline (cpu, inference, fp32)",
+                                                    "Speedup over xla baseline (cpu, training, fp32)"]
+    assert [_bar_heights(ax) for ax in fig.axes] == [{"ours": [2.0]}, {"ours": [0.5]}]
