@@ -536,3 +536,51 @@ def test_as_strided_on_an_updated_result_is_left_as_it_is(xla):
     after = [getattr(n.target, "__name__", n.target) for n in fix_as_strided(gm).graph.nodes]
     assert before.count("as_strided") == 2 and after.count("as_strided") == 1
     assert after.count("gather_as_strided") == 1
+
+
+# --- dtypes XLA stores otherwise ---------------------------------------------------
+# torch_xla keeps some results in another element type than their dtype says
+# (a dropout mask as f32 holding 0 or 1/(1-p), max-pool indices as u32); a
+# tensor made from the executable's buffer takes the stored type.
+
+
+def test_dropout_mask_comes_back_as_a_mask(xla):
+    def f(h):
+        return torch.ops.aten.native_dropout(h, 0.5, True)
+
+    compiled = _compile(f)
+    for call in range(3):
+        out, mask = compiled(_randn(64, seed=call).to(xla))
+        assert mask.dtype == torch.bool
+        assert torch.equal(mask.cpu(), out.cpu() != 0)  # kept where the output is not zero
+
+
+def test_max_pool_indices_stay_int64(xla):
+    def f(x):
+        return F.max_pool2d(x, 2, return_indices=True)
+
+    compiled = _compile(f)
+    for call in range(3):
+        x = _randn(1, 2, 4, 4, seed=call).to(xla)
+        (y, idx), (want_y, want_idx) = compiled(x), f(x)
+        assert idx.dtype == torch.int64
+        assert torch.equal(idx.cpu(), want_idx.cpu()) and torch.equal(y.cpu(), want_y.cpu())
+        torch.testing.assert_close(F.max_unpool2d(y, idx, 2).cpu(), F.max_unpool2d(want_y, want_idx, 2).cpu())
+
+
+def test_dropout_gradient_is_scaled_once(xla):
+    """AOT autograd saves the mask for the backward, which scales by 1/(1-p):
+    a mask that came back holding 1/(1-p) scaled the gradient twice."""
+    w = torch.nn.Parameter(_randn(8, 8, seed=1).to(xla))
+    b = torch.nn.Parameter(torch.zeros(8, device=xla))
+
+    def f(x):
+        return F.dropout(F.linear(x, w, b), 0.5, training=True)
+
+    compiled = torch.compile(f, backend="aot_torchxla_trace_once")
+    for call in range(3):
+        b.grad = None
+        y = compiled(_randn(4, 8, seed=10 + call).to(xla))
+        y.sum().backward()
+        kept = (y.detach().cpu() != 0).float()
+        torch.testing.assert_close(b.grad.cpu(), kept.sum(0) * 2.0)

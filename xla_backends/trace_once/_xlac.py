@@ -53,6 +53,13 @@ def seed_parameter_id() -> int:
     return _X()._get_seed_info_id()
 
 
+def element_type(tensor: torch.Tensor) -> str:
+    """The XLA element type ``tensor``'s value is kept in (``"f32"``,
+    ``"pred"``, ...); not always the one its dtype maps to (a dropout mask is
+    kept as f32)."""
+    return _X()._get_xla_tensor_shape_type(tensor)
+
+
 def graph_hash(outputs) -> bytes:
     """The hash of the graph computing ``outputs``: the key of its executable."""
     return _X()._get_graph_hash(list(outputs))

@@ -88,7 +88,7 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             uid = _xlac.value_id(t)  # XLA returns identical outputs once: dedupe as it does
             if uid not in result_of:
                 result_of[uid] = len(results)
-                results.append(t)
+                results.append(_kept_as_dtype(t))
             return Value(Source.RESULT, result_of[uid])
         # Plain device data: never computed by XLA. An argument's value
         # before the call, or a constant.
@@ -134,6 +134,32 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
     copy_backs = [(i, value_source(shadows[i])) for i in trace.updated_in_place()]
     plan = Plan(len(results), outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles))
     return plan, results
+
+
+def _kept_as_dtype(t: torch.Tensor) -> torch.Tensor:
+    """``t``, or an op of it that XLA keeps in the element type of ``t``'s
+    dtype. A tensor made from an executable's buffer takes the buffer's type,
+    and torch_xla keeps some values in another one (a dropout mask as f32
+    holding 0 or 1/(1-p), max-pool indices as u32): returned as they are,
+    the mask would be float and a backward would scale by 1/(1-p) twice."""
+    wanted = _element_type_of(t.dtype, str(t.device))
+    if _xlac.element_type(t) == wanted:
+        return t
+    # An op whose result XLA computes in the dtype's own type; the values are
+    # kept (``* 1`` keeps -0.0 and NaN, ``!= 0`` is the mask).
+    converted = t.ne(0) if t.dtype == torch.bool else t * 1
+    return converted if _xlac.element_type(converted) == wanted else t
+
+
+_ELEMENT_TYPES: dict = {}
+
+
+def _element_type_of(dtype: torch.dtype, device: str) -> str:
+    """The element type torch_xla keeps a tensor of ``dtype`` in."""
+    key = (dtype, device)
+    if key not in _ELEMENT_TYPES:
+        _ELEMENT_TYPES[key] = _xlac.element_type(torch.zeros((), dtype=dtype, device=device))
+    return _ELEMENT_TYPES[key]
 
 
 def _leaves(out):
