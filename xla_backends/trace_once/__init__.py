@@ -163,7 +163,7 @@ def build(gm, args, background: bool = False):
     ``background``, XLA compiles on another thread)."""
     device = next((str(a.device) for a in args if _on_xla(a)), None) or str(_xla_device())
     with tracing(device, args) as pending_args:
-        trace = run(gm, args)
+        trace = run(gm, args, device)
         eager = set(trace.host_nodes)
         fallbacks: dict = {}
         if trace.fell_back:

@@ -140,7 +140,7 @@ class Replay:
     def _retrace(self, args) -> None:
         known = {self.executable.gather[k] for k in self._pending_at}
         with tracing(self._device, args) as pending_args:
-            trace = run(self.gm, args)
+            trace = run(self.gm, args, self._device)
             plan, results = make_plan(trace)
             self._install(plan, compile_results(results, trace.arg_handles, len(args)))
         known |= set(pending_args)

@@ -12,7 +12,8 @@ run eagerly on every call. It also notes the ops that fell back to the CPU.
 re-trace after an eviction: the arguments as plain device data first (their
 pending work would otherwise be traced into our graph; the caller's other
 pending work is left alone), and the device RNG left where it was, so that
-the first call draws the same numbers as a replay would.
+the first call draws the same numbers as a replay would. A graph that draws
+no random numbers leaves the RNG untouched.
 """
 from __future__ import annotations
 
@@ -32,9 +33,6 @@ def tracing(device: str, args):
     """Yields the positions of the arguments that arrived with pending IR:
     they will likely arrive so on later calls too."""
     seed = _xlac.rng_seed(device)
-    # Restart the RNG's in-step chain at the running seed: a lazy random op
-    # earlier in this step would otherwise chain our graph's seed onto its IR.
-    _xlac.set_rng_seed(seed, device)
     pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type == "xla"]
     flags = _xlac.pending([args[i] for i in pos])
     pending = [i for i, p in zip(pos, flags) if p]
@@ -43,7 +41,8 @@ def tracing(device: str, args):
     try:
         yield pending
     finally:
-        _xlac.set_rng_seed(seed, device)
+        if _xlac.rng_seed(device) != seed:  # the trace drew random numbers
+            _xlac.set_rng_seed(seed, device)
 
 
 def off_device(value) -> bool:
@@ -160,9 +159,23 @@ def _plain(value):
     return value
 
 
-def run(gm: torch.fx.GraphModule, args) -> Trace:
-    """Trace ``gm`` once on shadows of ``args`` (inside ``tracing``)."""
+def run(gm: torch.fx.GraphModule, args, device: str) -> Trace:
+    """Trace ``gm`` once on shadows of ``args`` (inside ``tracing``).
+
+    A graph that draws random numbers is traced again with the RNG's in-step
+    chain restarted at the running seed: a lazy random op earlier in the step
+    would otherwise chain the graph's seed onto its IR. Restarting moves the
+    step's base seed, so it is done only for such graphs."""
     counters["trace_once"]["traces"] += 1
+    seed = _xlac.rng_seed(device)
+    trace = _run(gm, args)
+    if _xlac.rng_seed(device) != seed:
+        _xlac.set_rng_seed(seed, device)
+        trace = _run(gm, args)
+    return trace
+
+
+def _run(gm: torch.fx.GraphModule, args) -> Trace:
     shadows, arg_handles = shadows_of(args)
     trace = Trace(gm, tuple(args), shadows, arg_handles)
     before = fallback_counts()
