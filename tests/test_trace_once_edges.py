@@ -302,6 +302,24 @@ def test_view_outputs_edited_by_the_caller(xla):
                       xla)
 
 
+@pytest.mark.parametrize("view", [
+    lambda x, y: (x.split(2)[1], x.unbind(0)[0], y.chunk(2, dim=1)[1]),
+    lambda x, y: (x.view_as(y), y.reshape_as(x).t()),
+    lambda x, y: tuple((x * 2).split([1, 3])) + (x.t().unbind(1)[3],),
+], ids=["pieces of split, unbind, chunk", "view_as, reshape_as", "pieces of a result"])
+def test_pieces_and_views_shaped_like_another_tensor_are_aliases(xla, view):
+    _edit_and_compare(_compile(view), view, lambda call: (_randn(4, 3, seed=call), _randn(3, 4, seed=call + 1)),
+                      xla)
+
+
+def test_a_view_sized_by_the_graphs_own_sizes_is_an_alias(xla):
+    """With dynamic shapes the sizes are graph arguments (``x.reshape(s0, -1)``)."""
+    f = lambda x: (x.reshape(x.shape[0], -1), x[: x.shape[0] // 2])  # noqa: E731
+    compiled = _compile(f, dynamic=True)
+    for size in (4, 6, 4):
+        _edit_and_compare(compiled, f, lambda call: (_randn(size, 2, 3, seed=call),), xla, calls=1)
+
+
 def test_inference_backend_warns_when_gradients_are_wanted(xla):
     model = nn.Linear(3, 2).to(xla)
     compiled = _compile(model)

@@ -11,6 +11,7 @@ for the copy back into the caller's tensor.
 from __future__ import annotations
 
 import enum
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -188,16 +189,23 @@ def _view_of(trace: Trace, node, node_of_leaf: dict, leaf: int) -> View | None:
             break
         if cur.op not in ("call_function", "call_method") or not cur.args:
             return None
-        prev, rest = cur.args[0], (cur.args[1:], cur.kwargs)
-        if not isinstance(prev, torch.fx.Node) or _has_node(rest):
+        prev, index, value = cur.args[0], None, values.get(cur)
+        if not isinstance(prev, torch.fx.Node):
             return None
-        value, prev_value = values.get(cur), values.get(prev)
+        if cur.target is operator.getitem and isinstance(values.get(prev), (tuple, list)):
+            # One piece of a view op with several results (split, unbind, chunk).
+            index, cur = cur.args[1], prev
+            prev = cur.args[0] if cur.op in ("call_function", "call_method") and cur.args else None
+            if not isinstance(index, int) or not isinstance(prev, torch.fx.Node):
+                return None
+        prev_value = values.get(prev)
         if not isinstance(value, torch.Tensor) or not isinstance(prev_value, torch.Tensor):
             return None
         if value is not prev_value:  # an in-place op returns its input: nothing to redo
-            if not torch._C._is_alias_of(value, prev_value):
+            step = _step(cur, values, index)
+            if step is None or not torch._C._is_alias_of(value, prev_value):
                 return None
-            steps.append(_step(cur))
+            steps.append(step)
         cur = prev
     if not steps:
         return None
@@ -219,16 +227,32 @@ class _Lookup:
         return self.value_of[index]
 
 
-def _has_node(value) -> bool:
-    found = []
-    torch.fx.node.map_arg(value, found.append)
-    return bool(found)
+# ``x.view_as(y)`` is ``x.view(y.shape)``: a runner's shapes are fixed.
+_AS_SHAPE_OF = {"view_as": "view", "reshape_as": "reshape", "expand_as": "expand"}
 
 
-def _step(node):
-    rest, kwargs = node.args[1:], dict(node.kwargs)
+def _step(node, values: dict, index: int | None = None):
+    """The view op at ``node`` as a function of its first argument (and the
+    result's piece ``index`` of an op with several), or None when another of
+    its arguments is a tensor the graph made. Other graph values among the
+    arguments are sizes (``x.reshape(s0, -1)``): fixed for the runner (it is
+    keyed by them), so their traced values are used."""
+    name = node.target
+    if node.op == "call_method" and name in _AS_SHAPE_OF and len(node.args) == 2 and not node.kwargs:
+        other = values.get(node.args[1])
+        if not isinstance(other, torch.Tensor):
+            return None
+        name, rest, kwargs = _AS_SHAPE_OF[name], (tuple(other.shape),), {}
+    else:
+        found = []
+        rest, kwargs = torch.fx.node.map_arg((node.args[1:], dict(node.kwargs)),
+                                             lambda n: found.append(n) or values.get(n))
+        if any(isinstance(values.get(n), torch.Tensor) or n not in values for n in found):
+            return None
     if node.op == "call_method":
-        name = node.target
-        return lambda t: getattr(t, name)(*rest, **kwargs)
-    fn = node.target
-    return lambda t: fn(t, *rest, **kwargs)
+        call = lambda t: getattr(t, name)(*rest, **kwargs)  # noqa: E731
+    else:
+        call = lambda t: name(t, *rest, **kwargs)  # noqa: E731
+    if index is None:
+        return call
+    return lambda t: call(t)[index]
