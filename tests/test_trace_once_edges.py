@@ -320,6 +320,31 @@ def test_a_view_sized_by_the_graphs_own_sizes_is_an_alias(xla):
         _edit_and_compare(compiled, f, lambda call: (_randn(size, 2, 3, seed=call),), xla, calls=1)
 
 
+def test_host_views_of_host_inputs_are_aliases(xla):
+    """With host tensors only the graph runs on the XLA device; its views of
+    the inputs, or of another output, still alias them on the host."""
+    def f(x, y):
+        x.add_(1)
+        z = y * 3
+        return x[1:], y.t(), z, z[0], z, x.split(1)[0]
+
+    compiled = _compile(f)
+    for call in range(3):
+        eager_in = (_randn(2, 3, seed=call), _randn(3, 3, seed=call + 1))
+        ours_in = tuple(t.clone() for t in eager_in)
+        want, got = f(*eager_in), compiled(*ours_in)
+        assert [t.device.type for t in got] == ["cpu"] * len(want)
+        assert got[2] is got[4]
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g, w)
+        for t in (*want[:3], *got[:3], want[5], got[5]):  # z once (it is returned twice)
+            t.add_(100)
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g, w, msg=f"call {call}: output after the edit")
+        for e, o in zip(eager_in, ours_in):
+            torch.testing.assert_close(o, e, msg=f"call {call}: input after the edit")
+
+
 def test_inference_backend_warns_when_gradients_are_wanted(xla):
     model = nn.Linear(3, 2).to(xla)
     compiled = _compile(model)

@@ -31,12 +31,13 @@ import warnings
 
 import torch
 from torch._dynamo.utils import counters
+from torch.utils import _pytree as pytree
 
 from .._device import all_on_host, host_positions, run_on_xla
 from ..strides import fix_as_strided
 from .compile import compile_results
 from .partition import fallback_nodes, split
-from .plan import make_plan
+from .plan import Source, make_plan
 from .replay import Lazy, Replay
 from .trace import run, shadows_of, tracing
 
@@ -131,14 +132,30 @@ def _preparable(gm, args) -> bool:
 
 class OnHost:
     """A graph called with host tensors only: runs on the XLA device on
-    copies of them, copies their in-place updates back, returns host results."""
+    copies of them, copies their in-place updates back, returns host results.
+    Outputs the plan rebuilds as views (of an argument or an earlier output)
+    or repeats are rebuilt on the host results, so they alias as in eager."""
 
     def __init__(self, gm):
         self.gm = gm
         self.runner = None  # built on the first call's XLA copies
 
     def __call__(self, args):
-        return run_on_xla(self._run, args, host_positions(args))
+        out = run_on_xla(self._run, args, host_positions(args))
+        aliases = self._aliases()
+        if not aliases:
+            return out
+        leaves, spec = pytree.tree_flatten(out)
+        for k, value in aliases:  # in output order: a view's base is rebuilt first
+            leaves[k] = value.payload.rebuild(args, leaves) if value.source is Source.VIEW \
+                else leaves[value.payload]
+        return pytree.tree_unflatten(leaves, spec)
+
+    def _aliases(self) -> list:
+        if not isinstance(self.runner, Replay):
+            return []
+        return [(k, v) for k, v in enumerate(self.runner.plan.outputs)
+                if v.source in (Source.VIEW, Source.SAME)]
 
     def _run(self, xla_args):
         if self.runner is None:
