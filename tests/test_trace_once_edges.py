@@ -320,6 +320,51 @@ def test_a_view_sized_by_the_graphs_own_sizes_is_an_alias(xla):
         _edit_and_compare(compiled, f, lambda call: (_randn(size, 2, 3, seed=call),), xla, calls=1)
 
 
+@pytest.mark.parametrize("outputs", [
+    lambda x: (lambda y: (y[0], y))(x * 2),
+    lambda x: (lambda t: (t.view(-1), t[1], t.t()))(x + 1),
+    lambda x: (lambda y: (y.t()[1:], y[0], y, y.split(1)[1]))(x.sin()),
+], ids=["view before its base", "views of an intermediate", "views on both sides of their base"])
+def test_outputs_that_view_one_value_alias_each_other(xla, outputs):
+    _edit_and_compare(_compile(outputs), outputs, lambda call: (_randn(2, 3, seed=call),), xla)
+
+
+def _cut_by_median(x, w):
+    t = x @ w
+    v = t[0]
+    v.add_(torch.median(x))  # no XLA lowering: the graph is cut here
+    return t * 1
+
+
+def _cut_by_host_transfer(x, w):
+    t = x @ w
+    v = t[0]
+    v.add_(x.cpu().sum().to(x.device))
+    return t * 1
+
+
+def _two_views_across_a_cut(x, w):
+    t = x @ w
+    a, b = t.view(-1), t[1]
+    b.add_(torch.median(x))
+    return a
+
+
+def _attention_pieces_across_a_cut(x, w):
+    qkv = x @ w
+    q, k = qkv.chunk(2, -1)
+    q.mul_(torch.median(x))
+    return k, qkv
+
+
+@pytest.mark.parametrize("f", [_cut_by_median, _cut_by_host_transfer, _two_views_across_a_cut,
+                               _attention_pieces_across_a_cut])
+def test_update_through_a_view_across_a_cut(against_eager, quiet, f):
+    """The graph is cut between a view's making and its in-place update: the
+    first part returns the view and its base, which must stay aliases."""
+    against_eager(BACKEND, f, lambda call: (_randn(2, 4, seed=call), _randn(4, 4, seed=call + 5)))
+
+
 def test_host_views_of_host_inputs_are_aliases(xla):
     """With host tensors only the graph runs on the XLA device; its views of
     the inputs, or of another output, still alias them on the host."""

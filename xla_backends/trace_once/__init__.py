@@ -146,16 +146,22 @@ class OnHost:
         if not aliases:
             return out
         leaves, spec = pytree.tree_flatten(out)
-        for k, value in aliases:  # in output order: a view's base is rebuilt first
+        for k, value in aliases:  # in build order: a view after its base
             leaves[k] = value.payload.rebuild(args, leaves) if value.source is Source.VIEW \
                 else leaves[value.payload]
         return pytree.tree_unflatten(leaves, spec)
 
     def _aliases(self) -> list:
+        """(leaf, Value) of the outputs to rebuild on the host. A view of an
+        intermediate no output is (``of="result"``) stays a copy: its base
+        never reaches the host."""
         if not isinstance(self.runner, Replay):
             return []
-        return [(k, v) for k, v in enumerate(self.runner.plan.outputs)
-                if v.source in (Source.VIEW, Source.SAME)]
+        plan = self.runner.plan
+        order = plan.order or range(len(plan.outputs))
+        return [(k, plan.outputs[k]) for k in order
+                if plan.outputs[k].source is Source.SAME
+                or (plan.outputs[k].source is Source.VIEW and plan.outputs[k].payload.of != "result")]
 
     def _run(self, xla_args):
         if self.runner is None:

@@ -38,15 +38,22 @@ class Value:
 
 @dataclass(frozen=True)
 class View:
-    """``steps`` (view ops, in order) applied to argument ``base`` or, when
-    ``of_output``, to the earlier output leaf ``base``."""
+    """``steps`` (view ops, in order) applied to ``base``: an argument
+    (``of="arg"``), another output leaf (``"leaf"``), or a value the
+    executable computes that no output is (``"result"``: two outputs that
+    view one intermediate, as eager's alias each other)."""
 
     base: int
     steps: tuple
-    of_output: bool = False
+    of: str = "arg"
 
-    def rebuild(self, args, leaves):
-        t = leaves[self.base] if self.of_output else args[self.base]
+    def rebuild(self, args, leaves, results=()):
+        if self.of == "arg":
+            t = args[self.base]
+        elif self.of == "leaf":
+            t = leaves[self.base]
+        else:
+            t = results[self.base]
         for step in self.steps:
             t = step(t)
         return t
@@ -60,6 +67,7 @@ class Plan:
     copy_backs: list  # (arg index, Value) per argument updated in place
     device: str
     tensor_args: list  # positions of the tensor arguments
+    order: list | None = None  # the order to build output leaves in (a view after its base); None: as they come
 
     @property
     def direct(self) -> bool:
@@ -100,12 +108,18 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
 
     leaves, spec = _leaves(trace.out)
     nodes = trace.output_nodes()
-    node_of_leaf = {}
+    if len(nodes) != len(leaves):
+        nodes = [None] * len(leaves)
+    # Each tensor leaf's node (its first leaf): a view output is rebuilt from
+    # the leaf its chain of view ops reaches, whichever comes first.
+    leaf_of_node: dict = {}
+    for n, (t, node) in enumerate(zip(leaves, nodes)):
+        if isinstance(t, torch.Tensor) and isinstance(node, torch.fx.Node):
+            leaf_of_node.setdefault(node, n)
     outputs: list[Value] = []
     first_object: dict[int, int] = {}
     first_source: dict[Value, int] = {}
-    for n, t in enumerate(leaves):
-        node = nodes[n] if len(nodes) == len(leaves) else None
+    for n, (t, node) in enumerate(zip(leaves, nodes)):
         if not isinstance(t, torch.Tensor):
             outputs.append(Value(Source.CONST, t))
             continue
@@ -113,12 +127,22 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             outputs.append(Value(Source.SAME, first_object[id(t)]))
             continue
         first_object[id(t)] = n
-        if isinstance(node, torch.fx.Node):
-            node_of_leaf.setdefault(node, n)
         if id(t) in arg_of_shadow:
             outputs.append(Value(Source.ARG, arg_of_shadow[id(t)]))
             continue
-        view = _view_of(trace, node, node_of_leaf, n)
+        view = _view_of(trace, node, leaf_of_node, n)
+        if view is not None and view.of == "node":
+            # A view of an intermediate no output is. Rebuilt from it (made a
+            # result) only when another output aliases it: otherwise no one
+            # can tell, and the executable computing it saves a step.
+            shared = any(isinstance(o, torch.Tensor) and o is not t and torch._C._is_alias_of(o, t)
+                         for o in leaves)
+            base = value_source(trace.values[view.base]) if shared else None
+            view_steps, view = view.steps, None
+            if base is not None and base.source is Source.RESULT:
+                view = View(base.payload, view_steps, "result")
+        if view is not None and not _fits(view, trace, leaves, results, node):
+            view = None
         if view is not None:
             outputs.append(Value(Source.VIEW, view))
             continue
@@ -133,8 +157,33 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
                 first_source[src] = n
         outputs.append(src)
     copy_backs = [(i, value_source(shadows[i])) for i in trace.updated_in_place()]
-    plan = Plan(len(results), outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles))
+    plan = Plan(len(results), outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles),
+                _build_order(outputs))
     return plan, results
+
+
+def _build_order(outputs: list) -> list | None:
+    """Leaf indices with each leaf after the leaf it is rebuilt from; None
+    when that is the order they come in."""
+    def base(v: Value):
+        if v.source is Source.VIEW and v.payload.of == "leaf":
+            return v.payload.base
+        return v.payload if v.source in (Source.SAME, Source.FRESH) else None
+
+    order: list = []
+    placed: set = set()
+
+    def place(k):
+        if k in placed:
+            return
+        placed.add(k)
+        if base(outputs[k]) is not None:
+            place(base(outputs[k]))
+        order.append(k)
+
+    for k in range(len(outputs)):
+        place(k)
+    return None if order == list(range(len(outputs))) else order
 
 
 def _kept_as_dtype(t: torch.Tensor) -> torch.Tensor:
@@ -169,21 +218,21 @@ def _leaves(out):
     return pytree.tree_flatten(out)
 
 
-def _view_of(trace: Trace, node, node_of_leaf: dict, leaf: int) -> View | None:
-    """The output at ``node`` as a chain of view ops over an argument or an
-    earlier output leaf, if it is one (eager returns such outputs as aliases:
-    a caller's edit of one shows in its base)."""
+def _view_of(trace: Trace, node, leaf_of_node: dict, leaf: int) -> View | None:
+    """The output at ``node`` as a chain of view ops over an argument or
+    another output leaf, if it is one (eager returns such outputs as aliases:
+    a caller's edit of one shows in its base); or, ``of="node"`` with the
+    node as ``base``, over a value the graph computed that is no output."""
     if not isinstance(node, torch.fx.Node):
         return None
     values = trace.values
-    placeholders = trace.placeholders()
     steps, cur = [], node
     while True:
-        if cur is not node and cur in node_of_leaf and node_of_leaf[cur] < leaf:
-            base, of_output = node_of_leaf[cur], True
+        if cur is not node and cur in leaf_of_node and leaf_of_node[cur] != leaf:
+            base, of = leaf_of_node[cur], "leaf"
             break
         if cur.op == "placeholder":
-            base, of_output = placeholders.index(cur), False
+            base, of = trace.placeholders().index(cur), "arg"
             if base not in trace.arg_handles:
                 return None
             break
@@ -202,29 +251,26 @@ def _view_of(trace: Trace, node, node_of_leaf: dict, leaf: int) -> View | None:
         if not isinstance(value, torch.Tensor) or not isinstance(prev_value, torch.Tensor):
             return None
         if value is not prev_value:  # an in-place op returns its input: nothing to redo
+            if not torch._C._is_alias_of(value, prev_value):
+                if index is not None:
+                    return None
+                base, of = cur, "node"  # computed here: the chain's root
+                break
             step = _step(cur, values, index)
-            if step is None or not torch._C._is_alias_of(value, prev_value):
+            if step is None:
                 return None
             steps.append(step)
         cur = prev
     if not steps:
         return None
-    view = View(base, tuple(reversed(steps)), of_output)
-    rebuilt = view.rebuild(trace.shadows, _Lookup(trace, node_of_leaf))
-    out = values[node]
-    if rebuilt.shape != out.shape or rebuilt.dtype != out.dtype:
-        return None
-    return view
+    return View(base, tuple(reversed(steps)), of)
 
 
-class _Lookup:
-    """Output leaf index -> its trace value (for checking a rebuilt view)."""
-
-    def __init__(self, trace, node_of_leaf):
-        self.value_of = {i: trace.values[n] for n, i in node_of_leaf.items()}
-
-    def __getitem__(self, index):
-        return self.value_of[index]
+def _fits(view: View, trace: Trace, leaves: list, results: list, node) -> bool:
+    """Does ``view`` rebuild, from the traced values, a tensor shaped like the output?"""
+    rebuilt = view.rebuild(trace.shadows, leaves, results)
+    out = trace.values[node]
+    return rebuilt.shape == out.shape and rebuilt.dtype == out.dtype
 
 
 # ``x.view_as(y)`` is ``x.view(y.shape)``: a runner's shapes are fixed.

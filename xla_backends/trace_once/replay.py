@@ -159,9 +159,14 @@ class Replay:
             with torch.no_grad():
                 for (i, _), value in zip(plan.copy_backs, values):
                     args[i].copy_(value)
-        leaves: list = []
-        for v in plan.outputs:
-            leaves.append(_value(v, args, results, pre, leaves))
+        if plan.order is None:
+            leaves: list = []
+            for v in plan.outputs:
+                leaves.append(_value(v, args, results, pre, leaves))
+        else:  # a view before the leaf it is rebuilt from
+            leaves = [None] * len(plan.outputs)
+            for k in plan.order:
+                leaves[k] = _value(plan.outputs[k], args, results, pre, leaves)
         if self._flat_tuple:
             return tuple(leaves)
         return _unflatten(leaves, plan.out_spec)
@@ -198,7 +203,7 @@ def _value(v: Value, args, results, pre, leaves):
     if source is Source.ARG:
         return args[payload]
     if source is Source.VIEW:
-        return payload.rebuild(args, leaves)
+        return payload.rebuild(args, leaves, results)
     if source is Source.COPY:
         return pre[payload]
     if source is Source.SAME:
