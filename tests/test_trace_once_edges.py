@@ -697,3 +697,20 @@ def test_dropout_gradient_is_scaled_once(xla):
         y.sum().backward()
         kept = (y.detach().cpu() != 0).float()
         torch.testing.assert_close(b.grad.cpu(), kept.sum(0) * 2.0)
+
+
+def test_a_graph_that_cannot_be_cut_runs_lazily(xla):
+    """With data-dependent output shapes captured, a size made after the cut
+    is needed before it: FX refuses the cut, and the graph runs lazily."""
+    def masked(x):
+        return x[x > 0] * 2
+
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        compiled = _compile(masked)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for call in range(3):
+                x = _randn(8, seed=call).to(xla)
+                torch.testing.assert_close(compiled(x).cpu(), masked(x).cpu())
+    ours = [str(w.message) for w in caught if BACKEND in str(w.message)]
+    assert any("re-traced on every call" in m for m in ours), ours

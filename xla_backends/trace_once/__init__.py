@@ -204,10 +204,19 @@ def build(gm, args, background: bool = False):
         return Replay(gm, plan, executable, pending_args)
 
 
-def _split(gm, eager: set, fallbacks: dict) -> Partitioned:
-    counters["trace_once"]["partitioned_graphs"] += 1
-    fused, n_graphs = split(gm, eager, TraceOnce)
+def _split(gm, eager: set, fallbacks: dict):
     ops = sorted({op for found in fallbacks.values() for op in found})
+    try:
+        fused, n_graphs = split(gm, eager, TraceOnce)
+    except RuntimeError as err:
+        # FX cannot cut some graphs in program order (a size computed after
+        # the cut that an earlier part needs: unbacked sizes of ops with
+        # data-dependent shapes). Such a graph runs lazily, as it would
+        # without this backend.
+        reason = f"graph cannot be cut around nodes that must run eagerly ({err})"
+        _warn(f"torchxla_trace_once: {reason}; it is re-traced on every call")
+        return Lazy(gm, ops, reason)
+    counters["trace_once"]["partitioned_graphs"] += 1
     reasons = []
     if ops:
         reasons.append(f"ops with no XLA lowering ({', '.join(ops)})")
