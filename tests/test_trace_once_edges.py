@@ -324,7 +324,11 @@ def test_a_view_sized_by_the_graphs_own_sizes_is_an_alias(xla):
     lambda x: (lambda y: (y[0], y))(x * 2),
     lambda x: (lambda t: (t.view(-1), t[1], t.t()))(x + 1),
     lambda x: (lambda y: (y.t()[1:], y[0], y, y.split(1)[1]))(x.sin()),
-], ids=["view before its base", "views of an intermediate", "views on both sides of their base"])
+    lambda x: (lambda v: (v.view(-1), v[0]))(torch.topk(x, 2, 1)[0]),
+    lambda x: (lambda y: (x.add_(1), y[0], y.view(-1))[1:])(x.clone()),
+    lambda x: (lambda c: (c[0:2], c[1:], x + 1))(torch.tensor([1.0, 2.0, 3.0], device=x.device)),
+], ids=["view before its base", "views of an intermediate", "views on both sides of their base",
+        "views of a piece of topk", "views of a clone made before an update", "views of a constant"])
 def test_outputs_that_view_one_value_alias_each_other(xla, outputs):
     _edit_and_compare(_compile(outputs), outputs, lambda call: (_randn(2, 3, seed=call),), xla)
 

@@ -119,6 +119,7 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
     outputs: list[Value] = []
     first_object: dict[int, int] = {}
     first_source: dict[Value, int] = {}
+    computed_bases: dict = {}  # node -> the result views of it are rebuilt from
     for n, (t, node) in enumerate(zip(leaves, nodes)):
         if not isinstance(t, torch.Tensor):
             outputs.append(Value(Source.CONST, t))
@@ -138,6 +139,12 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             shared = any(isinstance(o, torch.Tensor) and o is not t and torch._C._is_alias_of(o, t)
                          for o in leaves)
             base = value_source(trace.values[view.base]) if shared else None
+            if base is not None and base.source in (Source.COPY, Source.CONST):
+                # Not computed by XLA (a clone made before an update, a
+                # constant): an op of it is, each call, for the views to share.
+                if view.base not in computed_bases:
+                    computed_bases[view.base] = value_source(_computed(trace.values[view.base]))
+                base = computed_bases[view.base]
             view_steps, view = view.steps, None
             if base is not None and base.source is Source.RESULT:
                 view = View(base.payload, view_steps, "result")
@@ -186,6 +193,12 @@ def _build_order(outputs: list) -> list | None:
     return None if order == list(range(len(outputs))) else order
 
 
+def _computed(t: torch.Tensor) -> torch.Tensor:
+    """An op of ``t`` with its value and dtype (``!= 0`` is a mask's, ``* 1``
+    keeps -0.0 and NaN)."""
+    return t.ne(0) if t.dtype == torch.bool else t * 1
+
+
 def _kept_as_dtype(t: torch.Tensor) -> torch.Tensor:
     """``t``, or an op of it that XLA keeps in the element type of ``t``'s
     dtype. A tensor made from an executable's buffer takes the buffer's type,
@@ -195,9 +208,8 @@ def _kept_as_dtype(t: torch.Tensor) -> torch.Tensor:
     wanted = _element_type_of(t.dtype, str(t.device))
     if _xlac.element_type(t) == wanted:
         return t
-    # An op whose result XLA computes in the dtype's own type; the values are
-    # kept (``* 1`` keeps -0.0 and NaN, ``!= 0`` is the mask).
-    converted = t.ne(0) if t.dtype == torch.bool else t * 1
+    # An op whose result XLA computes in the dtype's own type.
+    converted = _computed(t)
     return converted if _xlac.element_type(converted) == wanted else t
 
 
@@ -236,11 +248,14 @@ def _view_of(trace: Trace, node, leaf_of_node: dict, leaf: int) -> View | None:
             if base not in trace.arg_handles:
                 return None
             break
-        if cur.op not in ("call_function", "call_method") or not cur.args:
+        if cur.op not in ("call_function", "call_method"):
             return None
-        prev, index, value = cur.args[0], None, values.get(cur)
+        prev, index, value, item = cur.args[0] if cur.args else None, None, values.get(cur), cur
         if not isinstance(prev, torch.fx.Node):
-            return None
+            if cur is node or not isinstance(value, torch.Tensor):
+                return None
+            base, of = cur, "node"  # made here from no tensor (torch.tensor, zeros): the root
+            break
         if cur.target is operator.getitem and isinstance(values.get(prev), (tuple, list)):
             # One piece of a view op with several results (split, unbind, chunk).
             index, cur = cur.args[1], prev
@@ -252,9 +267,8 @@ def _view_of(trace: Trace, node, leaf_of_node: dict, leaf: int) -> View | None:
             return None
         if value is not prev_value:  # an in-place op returns its input: nothing to redo
             if not torch._C._is_alias_of(value, prev_value):
-                if index is not None:
-                    return None
-                base, of = cur, "node"  # computed here: the chain's root
+                # Computed here (or a piece of an op such as topk): the chain's root.
+                base, of = item, "node"
                 break
             step = _step(cur, values, index)
             if step is None:
