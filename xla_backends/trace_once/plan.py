@@ -3,10 +3,12 @@
 XLA returns only values it computed, once each: never an input unchanged,
 never the same value twice, never a view of an input. So each output leaf of
 the traced graph gets a ``Source``: computed by the executable, the caller's
-argument itself, a view of an argument or of an earlier output rebuilt on
-each call, an argument's value from before the call, a constant, or a
-repeat of an earlier leaf. Arguments the graph updated in place get one too,
-for the copy back into the caller's tensor.
+argument itself, a view rebuilt on each call (of an argument, of another
+output, or of an intermediate the executable returns for it), an argument's
+value from before the call, a constant, or a repeat of an earlier leaf.
+Arguments the graph updated in place get one too, for the copy back into the
+caller's tensor. Outputs that alias each other in the trace alias each other
+on every call, as in eager.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from .trace import Trace
 class Source(enum.Enum):
     RESULT = "result"  # payload: index into the executable's results
     ARG = "arg"  # payload: arg index; the caller's argument itself
-    VIEW = "view"  # payload: View; an alias rebuilt from an argument or an earlier output
+    VIEW = "view"  # payload: View; an alias rebuilt from an argument, an output or a result
     COPY = "copy"  # payload: arg index; the argument's value before the call
     CONST = "const"  # payload: the value (a tensor is cloned on every call)
     SAME = "same"  # payload: leaf index; the very object of an earlier output leaf
