@@ -493,7 +493,12 @@ def _check_resumable(csv_path: Path, mode: str) -> None:
     if header != results.CSV_COLUMNS:
         raise UsageError(f"cannot --resume {csv_path}: its columns differ from the ones this harness "
                          "writes (an older version's file?); pass a new --output, or --overwrite")
-    other = _measured_otherwise(results.read_cells(csv_path), mode)
+    try:
+        rows = results.read_cells(csv_path)
+        results.read_rows(csv_path)  # as resuming reads it: typed
+    except ValueError as err:  # a cell that is no number, a row of the wrong length
+        raise UsageError(f"cannot --resume {csv_path}: {str(err).strip().splitlines()[0]}") from None
+    other = _measured_otherwise(rows, mode)
     if other:
         raise UsageError(f"cannot --resume {csv_path} in {mode} mode: it holds {other} rows "
                          f"(--{other}); pass another --output, or run with --{other}")
@@ -565,11 +570,35 @@ def _check_compare_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
     if args.min_samples < 2:
         raise UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
-    inputs = {Path(args.old).resolve(), Path(args.new).resolve()}
+    from .results import files_beside
+
+    if Path(args.old).resolve() == Path(args.new).resolve():
+        raise UsageError(f"OLD and NEW are the same file ({args.new}); compare two runs")
+    # The inputs and the files of their runs (samples, report, plot) are kept.
+    inputs = {p.resolve() for run in (args.old, args.new) for p in files_beside(run)}
+    named: dict = {}
     for flag in ("markdown", "json", "plot"):
         path = getattr(args, flag)
-        if path and Path(path).resolve() in inputs:
-            raise UsageError(f"--{flag} {path} is an input; choose another path")
+        if not path:
+            continue
+        if Path(path).resolve() in inputs:
+            raise UsageError(f"--{flag} {path} is an input or a file of its run; choose another path")
+        if Path(path).resolve() in named:
+            raise UsageError(f"--{flag} and --{named[Path(path).resolve()]} name the same file {path}")
+        named[Path(path).resolve()] = flag
+
+
+def _check_same_measure(old: str, new: str) -> None:
+    """Speedups compare with speedups: an accuracy run's verdicts are refused."""
+    from . import results
+
+    kinds = {}
+    for path in (old, new):
+        rows = results.read_rows(path).to_dict("records")
+        kinds[path] = "accuracy" if any(results.measures(r) == "accuracy" for r in rows) else "performance"
+    if "accuracy" in kinds.values():
+        which = next(p for p, k in kinds.items() if k == "accuracy")
+        raise UsageError(f"{which} holds --accuracy verdicts, no speedups to compare")
 
 
 def _write_comparison(comparison, args: argparse.Namespace) -> None:
@@ -600,6 +629,7 @@ def compare_main(argv: list[str], prog: str = f"{PROG} compare") -> int:
     args = _compare_parser(prog).parse_args(argv)
     _check_compare_args(args)
     try:
+        _check_same_measure(args.old, args.new)
         comparison = compare.compare(args.old, args.new, args.threshold, args.alpha, args.min_samples,
                                      latency_criterion=args.latency_criterion,
                                      allow_removed=args.allow_removed,

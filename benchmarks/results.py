@@ -399,7 +399,12 @@ def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None)
         hint = "pass --overwrite to replace it"
     else:
         kept = [csv_path] if csv_path.exists() and csv_path.stat().st_size > 0 else []
+        if not resume:  # a new run writes every file beside the CSV
+            kept += [p for p in files_beside(csv_path)[1:] if p.exists()]
         hint = "pass --resume to complete it or --overwrite to replace it"
+    folder = next((p for p in files_beside(csv_path) if p.is_dir()), None)
+    if folder is not None:
+        raise UsageError(f"{folder} is a folder, where the run writes a file")
     if kept and not (overwrite or resume):
         raise UsageError(f"{kept[0]} exists; {hint}")
 

@@ -166,9 +166,11 @@ def load_settings(path: Path | str | None = None) -> Settings:
     """Read and validate the settings file (configs/models.yaml by default)."""
     path = Path(path) if path is not None else DEFAULT_PATH
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(path, "", f"can't read it: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError:
+        raise ConfigError(path, "", "can't read it: not UTF-8 text") from None
     return parse_settings(path, text)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import cli, suite
+from benchmarks import cli, results, suite
 from benchmarks.config import RunConfig
 
 REPO = Path(__file__).resolve().parent.parent
@@ -254,6 +254,52 @@ def test_bad_input_in_process(case, capsys, monkeypatch, tmp_path):
         assert text in lines[0], lines[0]
     assert out == ""
     assert sorted(p.name for p in tmp_path.iterdir()) in (["d.csv"], ["d.csv", "results"])
+
+
+def test_a_new_run_keeps_the_files_of_another_beside_its_csv(capsys, tmp_path):
+    out = tmp_path / "x.csv"
+    for path in (results.markdown_path(out), results.plot_path(out), results.samples_path(out)):
+        path.write_text("keep me\n")
+        argv = ["--only", "resnet18", "--backend", "eager", "--output", str(out), "--dry-run"]
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{path} exists" in err and "--overwrite" in err, err
+        assert path.read_text() == "keep me\n"
+        path.unlink()
+
+
+def test_a_folder_where_a_result_file_goes_is_refused(capsys, tmp_path):
+    out = tmp_path / "x.csv"
+    results.samples_path(out).mkdir()
+    for more in ([], ["--overwrite"], ["--resume"]):
+        assert cli.main(["--only", "resnet18", "--backend", "eager", "--output", str(out), "--dry-run", *more]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{results.samples_path(out)} is a folder" in err, err
+
+
+def test_resume_refuses_a_file_it_cannot_read_back(capsys, tmp_path):
+    good = tmp_path / "good.csv"
+    results.append_rows(good, [{"dev": "cpu", "name": "resnet18", "batch_size": 2, "backend": "eager",
+                                "baseline": "eager", "status": "pass", "speedup": 1.0, "repeat": 2,
+                                "schema_version": results.SCHEMA_VERSION}])
+    header, row = good.read_text().splitlines()
+    cells = row.split(",")
+    cells[header.split(",").index("repeat")] = "nan"
+    for name, text in (("nan_cell", ",".join(cells)), ("short_row", ",".join(cells[:5]))):
+        path = tmp_path / f"{name}.csv"
+        path.write_text(f"{header}\n{text}\n")
+        argv = ["--only", "resnet18", "--backend", "eager", "--output", str(path), "--resume", "--dry-run"]
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"cannot --resume {path}" in err, err
+
+
+def test_configs_that_are_not_utf8_text(capsys, tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_bytes(b"\xd5\xff defaults: {}\n")
+    assert cli.main(["--only", "resnet18", "--dry-run", "--configs", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not UTF-8 text" in err, err
 
 
 def test_resume_refuses_a_file_with_other_columns(capsys, tmp_path):

@@ -502,6 +502,34 @@ def test_cli_broken_samples_record_is_exit_2(capsys, tmp_path):
     assert "not a samples record" in capsys.readouterr().err
 
 
+def test_compare_refuses_to_overwrite_a_file_of_an_input_run(tmp_path, capsys):
+    run = tmp_path / "run.csv"
+    shutil.copy(OLD, run)
+    shutil.copy(results.samples_path(OLD), results.samples_path(run))
+    samples = results.samples_path(run).read_text()
+    for flag, path in (("--json", results.samples_path(run)), ("--plot", results.plot_path(run))):
+        assert cli.main(["compare", str(run), str(NEW), flag, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is an input or a file of its run" in err, err
+    assert results.samples_path(run).read_text() == samples and not results.plot_path(run).exists()
+    out = tmp_path / "out.md"
+    assert cli.main(["compare", str(run), str(NEW), "--markdown", str(out), "--json", str(out)]) == 2
+    assert "name the same file" in capsys.readouterr().err and not out.exists()
+
+
+def test_compare_refuses_one_run_twice_and_accuracy_verdicts(tmp_path, capsys):
+    assert cli.main(["compare", str(OLD), str(OLD)]) == 2
+    assert "OLD and NEW are the same file" in capsys.readouterr().err
+    verdicts = tmp_path / "accuracy.csv"
+    results.append_rows(verdicts, [{"dev": "cpu", "name": "m", "batch_size": 1, "backend": "eager",
+                                    "baseline": "eager", "status": "pass", "accuracy": "pass",
+                                    "schema_version": results.SCHEMA_VERSION}])
+    for old, new in ((OLD, verdicts), (verdicts, OLD)):
+        assert cli.main(["compare", str(old), str(new)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{verdicts} holds --accuracy verdicts" in err, err
+
+
 def test_cli_usage_error_returns_2(capsys):
     assert cli.main(["compare", str(OLD)]) == 2
     assert "error" in capsys.readouterr().err
@@ -515,9 +543,9 @@ def test_runner_compare_subcommand_exit_codes(tmp_path):
 
     root = Path(__file__).resolve().parent.parent
     md = tmp_path / "missing" / "dir" / "cmp.md"
-    ok = subprocess.run([sys.executable, "runner.py", "compare", str(OLD), str(OLD), "--markdown", str(md)],
+    ok = subprocess.run([sys.executable, "runner.py", "compare", str(OLD), str(NEW), "--markdown", str(md)],
                         cwd=root, capture_output=True, text=True, timeout=120)
-    assert ok.returncode == 0 and md.exists(), ok.stderr
+    assert ok.returncode in (0, 1) and md.exists(), ok.stderr
     bad = subprocess.run([sys.executable, "runner.py", "compare", str(OLD), str(tmp_path / "none.csv")],
                          cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
