@@ -50,6 +50,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
@@ -504,9 +505,20 @@ def render(table: list[dict], columns) -> str:
     return tabulate(body, headers=columns, floatfmt=".3g", missingval="-")
 
 
+PROG = "python -m benchmarks.overhead"
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.overhead",
-                                     description=__doc__.split("\n\n")[0])
+    """0 when measured; bad input: one line on stderr and 2 (``usage.guarded``)."""
+    from benchmarks.usage import guarded
+
+    return guarded(PROG, lambda: _main(argv))
+
+
+def _main(argv) -> int:
+    from benchmarks.usage import Parser
+
+    parser = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--graphs", default=",".join(GRAPHS),
                         help=f"comma-separated subset of {', '.join(GRAPHS)}")
     parser.add_argument("--repeat", type=int, default=None,
@@ -524,7 +536,7 @@ def main(argv=None) -> int:
     parser.add_argument("--at-call", action="store_true",
                         help="with --first-calls-only: also time ours building and compiling the graph "
                              "on its first call instead of ahead of it")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON (replacing the file)")
     parser.add_argument("--first-call-of", nargs=2, metavar=("GRAPH", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -533,6 +545,12 @@ def main(argv=None) -> int:
         print(json.dumps(first_call(graph, variant)))
         return 0
     graphs = [g.strip() for g in args.graphs.split(",") if g.strip()]
+    if not graphs:
+        parser.error("--graphs names no graph")
+    for flag in ("repeat", "first_call_repeat"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    _check_writable(parser, args.json)
     if args.at_call and not args.first_calls_only:
         parser.error("--at-call needs --first-calls-only")
     if args.first_calls_only:
@@ -540,11 +558,11 @@ def main(argv=None) -> int:
     unknown = sorted(set(graphs) - set(GRAPHS))
     if unknown:
         parser.error(f"unknown graph(s) {', '.join(unknown)}; known: {', '.join(GRAPHS)}")
-    repeat = args.repeat or (3 if args.quick else 30)
+    repeat = args.repeat if args.repeat is not None else (3 if args.quick else 30)
 
     import xla_backends  # noqa: F401
 
-    first_call_repeat = args.first_call_repeat or (1 if args.quick else 3)
+    first_call_repeat = args.first_call_repeat if args.first_call_repeat is not None else (1 if args.quick else 3)
     table = rows(graphs, repeat, args.first_calls, first_call_repeat)
     print("Latency per call: median, to the end of the device's work")
     print(render(table, LATENCY_COLUMNS))
@@ -566,6 +584,18 @@ def main(argv=None) -> int:
     return 0
 
 
+def _check_writable(parser, path: str | None) -> None:
+    """Refuse, before measuring, a --json path that cannot be written."""
+    if not path:
+        return
+    target = Path(path)
+    if target.is_dir():
+        parser.error(f"--json {path} is a folder")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir() or not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        parser.error(f"--json {path} cannot be written")
+
+
 def _write_json(path: str | None, table: list[dict]) -> None:
     if path:
         with open(path, "w") as f:
@@ -582,7 +612,7 @@ def _first_calls_only(parser, graphs: list[str], args) -> int:
     if unknown:
         parser.error(f"unknown graph(s) {', '.join(unknown)}; known: {', '.join(GRAPHS)}, "
                      "seed, or a built-in model")
-    repeat = args.first_call_repeat or (1 if args.quick else 3)
+    repeat = args.first_call_repeat if args.first_call_repeat is not None else (1 if args.quick else 3)
     table = first_call_rows(graphs, repeat, args.at_call)
     print(f"First calls (trace, compile, run), each in a fresh interpreter; median of {repeat} per backend")
     print(render(table, FIRST_CALL_COLUMNS + (AT_CALL_COLUMNS if args.at_call else ())))

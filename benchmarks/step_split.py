@@ -17,7 +17,6 @@ it (above 1x: faster than lazy).
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import sys
@@ -85,18 +84,30 @@ def measure(model_name: str, repeat: int, warmup: int = 3) -> list[dict]:
              "lazy/variant": median["lazy"] / median[v]} for v in VARIANTS]
 
 
+PROG = "python -m benchmarks.step_split"
+
+
 def main(argv=None) -> int:
+    """0 when measured; bad input: one line on stderr and 2 (``usage.guarded``)."""
+    from benchmarks.usage import guarded
+
+    return guarded(PROG, lambda: _main(argv))
+
+
+def _main(argv) -> int:
     from tabulate import tabulate
 
     from benchmarks import suite
+    from benchmarks.usage import Parser
 
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.step_split",
-                                     description=__doc__.split("\n\n")[0])
+    parser = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="alexnet,vgg16",
                         help="comma-separated built-in models (default alexnet,vgg16)")
     parser.add_argument("--repeat", type=int, default=10, help="interleaved steps per variant (default 10)")
     args = parser.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if not models:
+        parser.error("--models names no model")
     unknown = sorted(set(models) - set(suite.list_models("builtin")))
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}")

@@ -33,10 +33,18 @@ def test_host_seconds_take_out_xla_and_accept_tries_without_execute_seconds():
     assert overhead._host_seconds(tries) == pytest.approx(1.25)
 
 
-def test_unknown_models_are_refused(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        overhead.main(["--first-calls-only", "--graphs", "no_such_model"])
-    assert exit_.value.code == 2 and "unknown graph(s) no_such_model" in capsys.readouterr().err
+@pytest.mark.parametrize("argv, message", [
+    (["--first-calls-only", "--graphs", "no_such_model"], "unknown graph(s) no_such_model"),
+    (["--graphs", ",", "--first-calls", "skip"], "--graphs names no graph"),
+    (["--repeat", "-2", "--first-calls", "skip"], "--repeat must be at least 1, got -2"),
+    (["--first-calls-only", "--first-call-repeat", "0"], "--first-call-repeat must be at least 1"),
+    (["--json", ".", "--first-calls", "skip"], "--json . is a folder"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_input_is_one_line_and_2(capsys, argv, message):
+    assert overhead.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
 
 
 @pytest.mark.slow
@@ -78,9 +86,8 @@ def test_at_call_rows_compare_ours_with_its_graph_built_on_the_first_call(monkey
 
 
 def test_at_call_without_first_calls_only_is_refused(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        overhead.main(["--at-call"])
-    assert exit_.value.code == 2 and "--at-call needs --first-calls-only" in capsys.readouterr().err
+    assert overhead.main(["--at-call"]) == 2
+    assert "--at-call needs --first-calls-only" in capsys.readouterr().err
 
 
 def test_at_call_builds_nothing_ahead_of_the_first_call(xla):

@@ -40,7 +40,13 @@ def test_every_lazy_variant_updates_the_weights_as_a_plain_step_does(xla):
             torch.testing.assert_close(a, b)
 
 
-def test_unknown_models_are_refused(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        step_split.main(["--models", "no_such_model"])
-    assert exit_.value.code == 2 and "unknown model(s) no_such_model" in capsys.readouterr().err
+@pytest.mark.parametrize("argv, message", [
+    (["--models", "no_such_model"], "unknown model(s) no_such_model"),
+    (["--models", ","], "--models names no model"),
+    (["--repeat", "0"], "--repeat must be at least 1"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_input_is_one_line_and_2(capsys, argv, message):
+    assert step_split.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
