@@ -352,6 +352,7 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
     """``"0-2,5"`` -> ``(0, 1, 2, 5)``: CPUs this process may run on."""
     if text is None:
         return ()
+    allowed = set(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1))
     cpus: set[int] = set()
     try:
         for part in text.split(","):
@@ -359,15 +360,27 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
             first, last = int(low), int(high or low)
             if first < 0 or last < first:
                 raise ValueError
+            if last > max(allowed):  # named before the range is built: it may be huge
+                raise UsageError(f"--cpu-affinity: CPU {last} not available here (allowed: {_ranges(allowed)})")
             cpus.update(range(first, last + 1))
     except ValueError:
         raise UsageError(f"--cpu-affinity takes CPU numbers and ranges such as 0-3,6, got {text!r}") from None
-    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
-    outside = sorted(cpus - set(allowed))
+    outside = cpus - allowed
     if outside:
-        raise UsageError(f"--cpu-affinity: CPU(s) {', '.join(map(str, outside))} not available here "
-                         f"(allowed: {', '.join(map(str, sorted(allowed)))})")
+        raise UsageError(f"--cpu-affinity: CPU(s) {_ranges(outside)} not available here "
+                         f"(allowed: {_ranges(allowed)})")
     return tuple(sorted(cpus))
+
+
+def _ranges(cpus) -> str:
+    """``{0, 1, 2, 5}`` -> ``"0-2,5"``."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def select_models(args) -> list[str]:
@@ -378,6 +391,8 @@ def select_models(args) -> list[str]:
         known = suite.list_models(args.suite)
     except ValueError as err:
         raise UsageError(str(err)) from None
+    if args.only is not None and not args.only.strip():
+        raise UsageError("--only names no model")
     if args.only:
         matches = [n for n in known if n == args.only] or [
             n for n in known if n.lower() == args.only.lower()]  # as TorchBench matches names

@@ -70,7 +70,9 @@ def test_run_config_round_trips_through_json():
     (["--threads", "0"], "--threads must be at least 1"),
     (["--cpu-affinity", "a-b"], "--cpu-affinity takes CPU numbers and ranges"),
     (["--cpu-affinity", "3-1"], "--cpu-affinity takes CPU numbers and ranges"),
-    (["--cpu-affinity", "100000"], "--cpu-affinity: CPU(s) 100000 not available here"),
+    (["--cpu-affinity", "100000"], "--cpu-affinity: CPU 100000 not available here"),
+    (["--cpu-affinity", "0-99999999999"], "--cpu-affinity: CPU 99999999999 not available here"),
+    (["--only", ""], "--only names no model"),
     (["--compile-step"], "--compile-step compiles a training step; add --training"),
 ])
 def test_bad_values_are_one_line_and_exit_2(argv, message, capsys):
