@@ -139,6 +139,7 @@ class OnHost:
     def __init__(self, gm):
         self.gm = gm
         self.runner = None  # built on the first call's XLA copies
+        self._aliases_of, self._alias_list = None, []  # the plan they were worked out for
 
     def __call__(self, args):
         out = run_on_xla(self._run, args, host_positions(args))
@@ -152,16 +153,19 @@ class OnHost:
         return pytree.tree_unflatten(leaves, spec)
 
     def _aliases(self) -> list:
-        """(leaf, Value) of the outputs to rebuild on the host. A view of an
-        intermediate no output is (``of="result"``) stays a copy: its base
-        never reaches the host."""
+        """(leaf, Value) of the outputs to rebuild on the host, worked out
+        once per plan. A view of an intermediate no output is
+        (``of="result"``) stays a copy: its base never reaches the host."""
         if not isinstance(self.runner, Replay):
             return []
         plan = self.runner.plan
-        order = plan.order or range(len(plan.outputs))
-        return [(k, plan.outputs[k]) for k in order
+        if self._aliases_of is not plan:
+            order = plan.order or range(len(plan.outputs))
+            self._aliases_of, self._alias_list = plan, [
+                (k, plan.outputs[k]) for k in order
                 if plan.outputs[k].source is Source.SAME
                 or (plan.outputs[k].source is Source.VIEW and plan.outputs[k].payload.of != "result")]
+        return self._alias_list
 
     def _run(self, xla_args):
         if self.runner is None:

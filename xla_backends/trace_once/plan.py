@@ -122,6 +122,24 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
     first_object: dict[int, int] = {}
     first_source: dict[Value, int] = {}
     computed_bases: dict = {}  # node -> the result views of it are rebuilt from
+
+    def of_result(view: View, t) -> View | None:
+        """A view of an intermediate no output is, rebuilt from it (made a
+        result) only when another output aliases it: otherwise no one can
+        tell, and the executable computing the view saves a step."""
+        if not any(isinstance(o, torch.Tensor) and o is not t and torch._C._is_alias_of(o, t)
+                   for o in leaves):
+            return None
+        if view.base not in computed_bases:
+            base = value_source(trace.values[view.base])
+            if base.source in (Source.COPY, Source.CONST):
+                # Not computed by XLA (a clone made before an update, a
+                # constant): an op of it is, each call, for the views to share.
+                base = value_source(_computed(trace.values[view.base]))
+            computed_bases[view.base] = base
+        base = computed_bases[view.base]
+        return View(base.payload, view.steps, "result") if base.source is Source.RESULT else None
+
     for n, (t, node) in enumerate(zip(leaves, nodes)):
         if not isinstance(t, torch.Tensor):
             outputs.append(Value(Source.CONST, t))
@@ -135,21 +153,7 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             continue
         view = _view_of(trace, node, leaf_of_node, n)
         if view is not None and view.of == "node":
-            # A view of an intermediate no output is. Rebuilt from it (made a
-            # result) only when another output aliases it: otherwise no one
-            # can tell, and the executable computing it saves a step.
-            shared = any(isinstance(o, torch.Tensor) and o is not t and torch._C._is_alias_of(o, t)
-                         for o in leaves)
-            base = value_source(trace.values[view.base]) if shared else None
-            if base is not None and base.source in (Source.COPY, Source.CONST):
-                # Not computed by XLA (a clone made before an update, a
-                # constant): an op of it is, each call, for the views to share.
-                if view.base not in computed_bases:
-                    computed_bases[view.base] = value_source(_computed(trace.values[view.base]))
-                base = computed_bases[view.base]
-            view_steps, view = view.steps, None
-            if base is not None and base.source is Source.RESULT:
-                view = View(base.payload, view_steps, "result")
+            view = of_result(view, t)
         if view is not None and not _fits(view, trace, leaves, results, node):
             view = None
         if view is not None:
