@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from .config import RunConfig
-from .usage import Parser, UsageError, guarded
+from .usage import OutputExists, Parser, UsageError, guarded
 
 PROG = "runner.py"
 DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
@@ -50,11 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--randomize-input", action="store_true", help="draw fresh inputs every repeat")
 
     sel = p.add_argument_group("model selection")
-    sel.add_argument("--only", metavar="NAME", help="run just this model")
+    sel.add_argument("--only", action="append", metavar="NAME",
+                     help="run just these models: repeat it or separate names with commas "
+                          "(names match case-insensitively)")
     sel.add_argument("-k", "--filter", action="append", default=[], metavar="REGEX",
-                     help="run models whose name matches (repeatable)")
+                     help="run models whose name matches, ignoring case (repeatable)")
     sel.add_argument("-x", "--exclude", action="append", default=[], metavar="REGEX",
-                     help="skip models whose name matches (repeatable)")
+                     help="skip models whose name matches, ignoring case (repeatable)")
+    sel.add_argument("--exclude-exact", action="append", default=[], metavar="NAME",
+                     help="skip these models, named exactly (case-insensitively; repeatable, commas)")
     sel.add_argument("--suite", choices=SUITES, default="builtin",
                      help="seed: the ten models of the first experiment; builtin: all our "
                           "models (default); torchbench: a pytorch/benchmark checkout's")
@@ -67,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print what would run (models x backends, batch sizes, output files) and exit")
     sel.add_argument("--total-partitions", type=int, default=1, metavar="N",
                      help="split the selected models into N shards (for CI)")
-    sel.add_argument("--partition-id", type=int, default=0, metavar="I", help="run shard I (0-based)")
+    sel.add_argument("--partition-id", type=int, default=None, metavar="I",
+                     help="with --total-partitions: run shard I (0-based)")
 
     m = p.add_argument_group("measurement")
     m.add_argument("--batch-size", type=int, help="override the batch size of configs/")
@@ -88,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--cpu-affinity", metavar="CPUS",
                    help="pin each worker to these CPUs, as taskset -c takes them (e.g. 0-3,6)")
     m.add_argument("--warmup", type=int, default=3, help="warm-up calls; the first is timed alone")
-    m.add_argument("--device", choices=sorted(DEVICES), default="cpu", help="XLA device (PJRT_DEVICE)")
+    m.add_argument("--device", "--devices", "-d", type=_device, default="cpu",
+                   help=f"XLA device (PJRT_DEVICE): {', '.join(sorted(DEVICES))} (default cpu)")
     m.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
     m.add_argument("--configs", metavar="YAML", help="per-model settings (default configs/models.yaml)")
     prec = m.add_mutually_exclusive_group()
@@ -100,14 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
                       help="cast the model and its floating inputs to float16")
     prec.add_argument("--amp", dest="precision", action="store_const", const="amp",
                       help="float32 model under autocast (bfloat16) on the device that runs the step")
+    m.add_argument("--amp-dtype", choices=("bfloat16", "float16"),
+                   help="with --amp: the autocast dtype (bfloat16 only here)")
     m.add_argument("--dynamic-shapes", action="store_true",
                    help="mark the batch dimension dynamic (torch._dynamo.mark_dynamic)")
     m.add_argument("--batch-sizes", metavar="N,N,...",
                    help="cycle these batch sizes across repeats; one row per batch size")
 
     d = p.add_argument_group("diagnostics")
-    d.add_argument("--export-profiler-trace", metavar="DIR",
-                   help="after timing, profile one step of each runner into DIR/<model>_<runner>.json")
+    d.add_argument("--export-profiler-trace", metavar="DIR", nargs="?", const=PROFILER_TRACE_FOLDER,
+                   help="after timing, profile one step of each runner into DIR/<model>_<runner>.json "
+                        f"(DIR: default <output-directory>/{PROFILER_TRACE_FOLDER})")
     d.add_argument("--dump-hlo", metavar="DIR",
                    help="write the HLO of each graph of the XLA runners into DIR")
 
@@ -116,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time each runner's first call in the measuring process instead of a fresh "
                         "process of its own (faster; another runner's executable may then serve it: "
                         "compilation_kind in_process)")
-    f.add_argument("--warm-start", action="store_true",
+    f.add_argument("--cold-start-latency", dest="cold_start", action="store_true",
+                   help="time each runner's first call in a fresh process (the default here)")
+    f.add_argument("--warm-start", "--warm-start-latency", action="store_true",
                    help="also time each backend's first call with its executable already cached "
                         "(warm_start_latency)")
     f.add_argument("--compile-cache", metavar="DIR",
@@ -130,11 +141,69 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="complete an existing output, skipping done rows")
     r.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
+    p.add_argument("--version", action=_Version, help="print the versions of this harness, torch and "
+                                                      "torch_xla, and exit")
+    for flag, instead in FLAGS_ELSEWHERE.items():
+        p.add_argument(flag, nargs="?", action=_Refused, instead=instead, help=argparse.SUPPRESS)
+
     o = p.add_argument_group("output")
     o.add_argument("--output", metavar="PATH", help="CSV path; markdown beside it with .md")
     o.add_argument("--output-directory", default="results", metavar="DIR",
                    help="folder of the default output (default results/)")
     return p
+
+
+# PyTorch's benchmarks/dynamo flags that mean something else here: what to use instead.
+FLAGS_ELSEWHERE = {
+    "--iterations": "--repeat N (timed repeats, each one step) and --warmup N",
+    "--tolerance": "the per-model `tolerance:` of configs/models.yaml (--configs YAML for your own)",
+}
+PROFILER_TRACE_FOLDER = "profiler_traces"
+
+
+class _Refused(argparse.Action):
+    """A flag of PyTorch's harness with no twin here: one line naming ours."""
+
+    def __init__(self, option_strings, dest, instead, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.instead = instead
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise UsageError(f"{option_string} is PyTorch's harness's flag; here use {self.instead}")
+
+
+class _Version(argparse.Action):
+    """--version, printed as one unwrapped line (argparse's own wraps it)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
+def _device(name: str) -> str:
+    if name.lower() in DEVICES:
+        return name.lower()
+    raise argparse.ArgumentTypeError(
+        f"{name!r}: this harness runs XLA on {' or '.join(sorted(DEVICES))} (torch_xla 2.9 has no "
+        "CUDA device; --device cpu runs the XLA CPU client)")
+
+
+def _version() -> str:
+    """This package's version and the ones it measures with, read from the
+    installed metadata (no torch import: --version answers at once)."""
+    from importlib import metadata
+
+    def version(name):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (f"{PROG} (xla-dynamo-bench) {version('xla-dynamo-bench')}; torch {version('torch')}, "
+            f"torch_xla {version('torch_xla')}, torchvision {version('torchvision')}")
 
 
 def main(argv: list[str]) -> int:
@@ -221,6 +290,10 @@ def _plan(config: RunConfig, settings) -> str:
              ", ".join(config.backends)) for name in config.models]
     table = tabulate(rows, headers=("model", "batch size", f"backends vs {config.baseline} baseline"))
     outputs = "\n".join(f"  {p}" for p in [*files_beside(config.csv_path), logs_path(config.csv_path)])
+    try:
+        check_output(config.csv_path, resume=config.resume, overwrite=False, mode=config.mode)
+    except OutputExists as err:
+        outputs += f"\nbut {err}" if not config.resume else ""
     return (f"{config.mode} {config.phase}, {config.precision}, {config.dynamic} shapes, on {config.device}: "
             f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n\n{table}\n\n"
             f"would write (logs only for failed workers):\n{outputs}")
@@ -234,10 +307,14 @@ def make_config(args: argparse.Namespace, settings=None) -> RunConfig:
     models = select_models(args)
     backends = parse_backends(args.backend)
     mode = "accuracy" if args.accuracy else "performance"
-    phase = "training" if args.training else "inference"
-    output = Path(args.output) if args.output else Path(
-        args.output_directory, f"{mode}_{phase}_{args.device}.csv")
-    check_output(output, resume=args.resume, overwrite=args.overwrite, mode=mode)  # removes nothing yet
+    output = Path(args.output) if args.output else Path(args.output_directory, default_output_name(args))
+    try:
+        check_output(output, resume=args.resume, overwrite=args.overwrite, mode=mode)  # removes nothing yet
+    except OutputExists:
+        if not args.dry_run:  # the plan says it instead
+            raise
+    if args.export_profiler_trace == PROFILER_TRACE_FOLDER:  # the flag with no folder
+        args.export_profiler_trace = str(Path(args.output_directory, PROFILER_TRACE_FOLDER))
     folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
                (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"),
                 ("--compile-cache", "compile_cache"))}
@@ -260,6 +337,26 @@ def make_config(args: argparse.Namespace, settings=None) -> RunConfig:
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
         cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
     )
+
+
+def default_output_name(args) -> str:
+    """The CSV a run writes without --output: one name per kind of experiment
+    (mode, phase, device, then whatever differs from the defaults: suite,
+    baseline, dtype, dynamic shapes), so that runs of different kinds, such
+    as ``make bench``'s and a one-model check, never meet in one file."""
+    phase = "training" if args.training else "inference"
+    if args.compile_step:
+        phase = "training_step"
+    parts = ["accuracy" if args.accuracy else "performance", phase, args.device]
+    if args.suite != "builtin":
+        parts.append(args.suite)
+    if args.use_xla_baseline:
+        parts.append("xla_baseline")
+    if args.precision not in (None, "fp32"):
+        parts.append(args.precision)
+    if args.dynamic_shapes:
+        parts.append("dynamic")
+    return "_".join(parts) + ".csv"
 
 
 def _settings(args, settings=None):
@@ -319,9 +416,17 @@ def _check_numbers(args) -> None:
         raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
     if args.total_partitions < 1:
         raise UsageError(f"--total-partitions must be at least 1, got {args.total_partitions}")
-    if not 0 <= args.partition_id < args.total_partitions:
-        raise UsageError(f"--partition-id must be in [0, {args.total_partitions - 1}], "
-                         f"got {args.partition_id}")
+    if args.partition_id is not None:
+        if args.total_partitions == 1 and args.partition_id != 0:
+            raise UsageError("--partition-id needs --total-partitions N (the number of shards)")
+        if not 0 <= args.partition_id < args.total_partitions:
+            raise UsageError(f"--partition-id must be in [0, {args.total_partitions - 1}], "
+                             f"got {args.partition_id}")
+    if args.amp_dtype is not None and args.precision != "amp":
+        raise UsageError("--amp-dtype applies to --amp; add --amp (or --bfloat16/--float16 to cast the model)")
+    if args.amp_dtype == "float16":
+        raise UsageError("--amp-dtype float16: --amp autocasts to bfloat16 only here "
+                         "(--float16 casts the model and its inputs instead)")
     if args.resume and args.overwrite:
         raise UsageError("--resume and --overwrite contradict each other; pick one")
     if args.batch_sizes is not None:
@@ -383,6 +488,11 @@ def _ranges(cpus) -> str:
     return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
+def _names(values: list[str] | None) -> list[str]:
+    """Model names from a repeatable flag that also takes comma lists."""
+    return [n.strip() for v in values or () for n in v.split(",") if n.strip()]
+
+
 def select_models(args) -> list[str]:
     """The models to run, in a stable order, for this partition."""
     from . import suite
@@ -391,35 +501,44 @@ def select_models(args) -> list[str]:
         known = suite.list_models(args.suite)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    if args.only is not None and not args.only.strip():
+    if args.only is not None and not _names(args.only):
         raise UsageError("--only names no model")
     if args.only:
-        matches = [n for n in known if n == args.only] or [
-            n for n in known if n.lower() == args.only.lower()]  # as TorchBench matches names
-        if len(matches) != 1:
-            raise UsageError(str(suite.UnknownModelError(args.only, known)) + _torchbench_hint(args))
-        names = matches
+        names = [_known_name(name, known, args) for name in dict.fromkeys(_names(args.only))]
+        names = sorted(set(names), key=known.index)  # the suite's order, as without --only
     else:
         include = [_regex(r, "-k/--filter") for r in args.filter]
         exclude = [_regex(r, "-x/--exclude") for r in args.exclude]
         names = [n for n in known
                  if (not include or any(r.search(n) for r in include))
                  and not any(r.search(n) for r in exclude)]
+    excluded = {_known_name(name, known, args) for name in _names(args.exclude_exact)}
+    names = [n for n in names if n not in excluded]
     if not names:
         raise UsageError("no model matches the selection; see --list-models")
     # Round-robin keeps shards balanced and deterministic for a given selection.
-    return names[args.partition_id::args.total_partitions]
+    return names[args.partition_id or 0::args.total_partitions]
 
 
-def _torchbench_hint(args) -> str:
+def _known_name(name: str, known: list[str], args) -> str:
+    """``name`` as the suite spells it: exact, else ignoring case (as TorchBench matches)."""
+    matches = [n for n in known if n == name] or [n for n in known if n.lower() == name.lower()]
+    if len(matches) != 1:
+        from . import suite
+
+        raise UsageError(str(suite.UnknownModelError(name, known)) + _torchbench_hint(name, args))
+    return matches[0]
+
+
+def _torchbench_hint(name: str, args) -> str:
     """Where a model outside our suites may be found."""
     if args.suite == "torchbench":
         return ""
     try:
         from . import suite
 
-        if args.only.lower() in {n.lower() for n in suite.list_models("torchbench")}:
-            return f" ({args.only} is a TorchBench model: add --suite torchbench)"
+        if name.lower() in {n.lower() for n in suite.list_models("torchbench")}:
+            return f" ({name} is a TorchBench model: add --suite torchbench)"
     except ValueError:  # no torchbenchmark importable here
         pass
     return (" (TorchBench's other models run with --suite torchbench and a pytorch/benchmark "
@@ -446,7 +565,7 @@ def use_torchbench_dir(args) -> None:
 
 def _regex(pattern: str, flag: str) -> re.Pattern:
     try:
-        return re.compile(pattern)
+        return re.compile(pattern, re.IGNORECASE)  # as --only matches names
     except re.error as err:
         raise UsageError(f"{flag}: bad regular expression {pattern!r}: {err}") from None
 
@@ -487,7 +606,8 @@ def available_backends() -> list[str]:
 
 
 def check_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: str = "performance") -> None:
-    """Refuse an output that cannot be written, or one that would be lost."""
+    """Refuse an output that cannot be written, or one that would be lost
+    (``OutputExists``, which a dry run reports instead)."""
     from .results import check_output as check
 
     check(csv_path, overwrite=overwrite, resume=resume)

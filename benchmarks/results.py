@@ -33,6 +33,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
-from benchmarks.usage import UsageError
+from benchmarks.usage import OutputExists, UsageError
 
 # The schema's history (as pyperf's ``_bench.py`` keeps its JSON format's).
 # A change of columns bumps SCHEMA_VERSION and adds a line here; readers keep
@@ -392,7 +393,8 @@ def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None)
     existing = next(p for p in [csv_path.parent, *csv_path.parent.parents] if p.exists() or p == p.parent)
     if not existing.is_dir():
         raise UsageError(f"cannot create output folder {csv_path.parent}: {existing} is not a folder")
-    if not os.access(existing, os.W_OK) or (csv_path.exists() and not os.access(csv_path, os.W_OK)):
+    _check_writable(csv_path.parent, existing)
+    if csv_path.exists() and not os.access(csv_path, os.W_OK):
         raise UsageError(f"output {csv_path} is not writable")
     if resume is None:
         kept = [p for p in files_beside(csv_path) if p.exists()]
@@ -401,12 +403,32 @@ def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None)
         kept = [csv_path] if csv_path.exists() and csv_path.stat().st_size > 0 else []
         if not resume:  # a new run writes every file beside the CSV
             kept += [p for p in files_beside(csv_path)[1:] if p.exists()]
-        hint = "pass --resume to complete it or --overwrite to replace it"
+        hint = ("an earlier run's; pass --output NEW.csv to keep it, --resume to complete it "
+                "or --overwrite to replace it")
     folder = next((p for p in files_beside(csv_path) if p.is_dir()), None)
     if folder is not None:
         raise UsageError(f"{folder} is a folder, where the run writes a file")
     if kept and not (overwrite or resume):
-        raise UsageError(f"{kept[0]} exists; {hint}")
+        raise OutputExists(f"{kept[0]} exists ({hint})" if resume is not None else f"{kept[0]} exists; {hint}")
+
+
+def _check_writable(folder: Path, existing: Path) -> None:
+    """Whether files can be made in ``folder`` (whose nearest existing
+    ancestor is ``existing``), found by trying, as root's access() says yes
+    to /proc and read-only mounts: the missing folders are made, a file is
+    made and removed in the last, and the folders made are removed again
+    (the run makes them when it writes)."""
+    made = []
+    try:
+        for missing in reversed([folder, *folder.parents][:len(folder.parents) - len(existing.parents)]):
+            missing.mkdir()
+            made.append(missing)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        raise UsageError(f"cannot write into {folder}: {err.strerror or err}") from None
+    finally:
+        for path in reversed(made):
+            path.rmdir()
 
 
 def clear_outputs(csv_path: str | os.PathLike) -> None:

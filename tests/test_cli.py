@@ -260,7 +260,7 @@ def test_a_new_run_keeps_the_files_of_another_beside_its_csv(capsys, tmp_path):
     out = tmp_path / "x.csv"
     for path in (results.markdown_path(out), results.plot_path(out), results.samples_path(out)):
         path.write_text("keep me\n")
-        argv = ["--only", "resnet18", "--backend", "eager", "--output", str(out), "--dry-run"]
+        argv = ["--only", "resnet18", "--backend", "eager", "--output", str(out)]
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{path} exists" in err and "--overwrite" in err, err
@@ -312,3 +312,112 @@ def test_resume_refuses_a_file_with_other_columns(capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot --resume {old}" in err and "--overwrite" in err
     assert old.read_text() == text
+
+
+# --------------------------------------------------------------------------
+# A newcomer's commands: the README's, and PyTorch's flag names
+
+
+def _make_bench_argv() -> list[str]:
+    """``make bench``'s flags, as the Makefile passes them."""
+    lines = (REPO / "Makefile").read_text().splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("BENCH_ARGS ?="))
+    words = lines[i].split("?=", 1)[1].split()
+    while words[-1] == "\\":
+        i += 1
+        words = words[:-1] + lines[i].split()
+    return words
+
+
+CANONICAL = ["--performance", "--backend=torchxla_trace_once", "--only", "resnet18"]
+
+
+def test_default_output_names_the_kind_of_experiment():
+    assert Path(config(*CANONICAL).output) == Path("results/performance_inference_cpu.csv")
+    bench = [a for a in _make_bench_argv() if a != "--overwrite"]
+    assert Path(config(*bench).output) == Path("results/performance_inference_cpu_seed_xla_baseline.csv")
+    assert Path(config(*CANONICAL, "--bfloat16", "--dynamic-shapes").output) == \
+        Path("results/performance_inference_cpu_bf16_dynamic.csv")
+    assert Path(config("--training", "--compile-step").output) == \
+        Path("results/performance_training_step_cpu.csv")
+
+
+def test_the_canonical_command_runs_after_make_bench(capsys):
+    bench_csv = Path(config(*[a for a in _make_bench_argv() if a != "--overwrite"]).output)
+    bench_csv.parent.mkdir()
+    for path in results.files_beside(bench_csv):
+        path.write_text("make bench's\n")
+    assert cli.main([*CANONICAL, "--dry-run"]) == 0
+    assert "results/performance_inference_cpu.csv" in capsys.readouterr().out
+    config(*CANONICAL)  # a real run's checks pass: no clash
+    assert all(p.read_text() == "make bench's\n" for p in results.files_beside(bench_csv))
+
+
+def test_a_clash_suggests_a_new_output_first_and_a_dry_run_still_plans(capsys):
+    csv_path = Path(config(*CANONICAL).output)
+    csv_path.parent.mkdir()
+    csv_path.write_text("an earlier run's\n")
+    assert cli.main(CANONICAL) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{csv_path} exists" in err, err
+    assert err.index("--output NEW.csv") < err.index("--resume") < err.index("--overwrite"), err
+    assert cli.main([*CANONICAL, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "resnet18" in out and f"{csv_path} exists" in out and "--output NEW.csv" in out, out
+    assert csv_path.read_text() == "an earlier run's\n"
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_output_folder_that_cannot_be_made_is_one_line(dry_run, capsys):
+    argv = ["--only", "resnet18", "--backend", "eager", "--output", "/proc/nope/x.csv"]
+    assert cli.main(argv + ["--dry-run"] * dry_run) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "cannot write into /proc/nope" in err, err
+
+
+def test_only_takes_lists_and_repeats_and_filters_ignore_case():
+    assert selected("--only", "resnet18,alexnet") == ["alexnet", "resnet18"]
+    assert selected("--only", "resnet18", "--only", "ALEXNET") == ["alexnet", "resnet18"]
+    assert selected("--only", "resnet18,resnet18") == ["resnet18"]
+    assert selected("--suite", "seed", "-k", "RESNET") == ["resnet18", "resnet50"]
+    assert selected("--suite", "seed", "-k", "ResNet", "-x", "50") == ["resnet18"]
+    assert selected("--suite", "seed", "-k", "resnet", "--exclude-exact", "RESNET50") == ["resnet18"]
+    with pytest.raises(cli.UsageError, match="unknown model 'resnet19'"):
+        selected("--only", "resnet18,resnet19")
+    with pytest.raises(cli.UsageError, match="names no model"):
+        selected("--only", ",")
+
+
+def test_pytorch_harness_flags_keep_their_meaning():
+    assert config("--devices", "cpu").device == config("-d", "CPU").device == "cpu"
+    assert config("--no-cold-start", "--cold-start-latency").cold_start
+    assert config("--warm-start-latency").warm_start
+    assert config("--amp", "--amp-dtype", "bfloat16").precision == "amp"
+    c = config("--export-profiler-trace", "--only", "resnet18", "--output-directory", "out")
+    assert Path(c.profiler_trace_dir) == Path("out", cli.PROFILER_TRACE_FOLDER)
+    assert Path(config("--export-profiler-trace", "traces").profiler_trace_dir) == Path("traces")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--iterations", "5"], ["--iterations", "--repeat"]),
+    (["--iterations"], ["--iterations", "--repeat"]),
+    (["--tolerance", "0.01"], ["--tolerance", "configs/models.yaml"]),
+    (["--devices", "cuda"], ["'cuda'", "cpu or tpu"]),
+    (["--amp-dtype", "bfloat16"], ["--amp-dtype applies to --amp"]),
+    (["--amp", "--amp-dtype", "float16"], ["bfloat16 only"]),
+    (["--partition-id", "1"], ["--partition-id needs --total-partitions"]),
+])
+def test_flags_of_pytorchs_harness_with_no_twin_name_ours(argv, expected, capsys):
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    for text in expected:
+        assert text in err, err
+
+
+def test_version_names_the_harness_and_what_it_measures_with(capsys):
+    assert cli.main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "xla-dynamo-bench" in out, out
+    assert "torch 2.9.0" in out and "torch_xla 2.9.0" in out, out
