@@ -3,7 +3,7 @@
 ``runner.py`` and its subcommands (``compare``, ``merge``, ``dashboard``) and
 ``python -m benchmarks.nightly`` build their parsers from ``Parser`` and raise
 ``UsageError`` for bad input; ``guarded`` turns either into the promise the
-README makes: one line on stderr, exit code 2, never a traceback.
+docs/flags.md makes: one line on stderr, exit code 2, never a traceback.
 """
 from __future__ import annotations
 

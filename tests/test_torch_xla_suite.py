@@ -8,7 +8,7 @@ folder with the names substituted (``DynamoTraining*`` classes ->
 runs them in a fresh interpreter, and fails if a case that should pass does
 not. Cases parameterised with torch_xla's jax backend (``dynamo_backend2``)
 do not apply and are deselected; two cases assert details of torch_xla's own
-bridge and are expected to fail (see ``DIFFERENT_BY_DESIGN`` and the README).
+bridge and are expected to fail (see ``DIFFERENT_BY_DESIGN`` and docs/backends.md).
 
 ``make test-torch-xla`` runs this file alone.
 """
@@ -109,7 +109,7 @@ def test_torch_xla_dynamo_tests_pass_on_our_backends(outcomes):
 @pytest.mark.slow
 def test_only_the_documented_differences_fail(outcomes):
     """The two cases we expect to differ do differ: if one starts passing,
-    the README's list of differences is out of date."""
+    the list of differences in docs/backends.md is out of date."""
     results, _ = outcomes
     failed = {name for name, r in results.items() if r == "failed"}
     assert failed == DIFFERENT_BY_DESIGN

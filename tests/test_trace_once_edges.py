@@ -7,7 +7,7 @@ dtypes, sizes, modes and state a user's code can throw at a graph.
 
 ``BACKEND`` can be pointed at another backend to compare
 (``TRACE_ONCE_EDGES_BACKEND=openxla_eval pytest tests/test_trace_once_edges.py``);
-the README's known-limits list says where torch_xla's own bridge differs.
+docs/backends.md's known-limits list says where torch_xla's own bridge differs.
 """
 import os
 import warnings
