@@ -474,14 +474,27 @@ def compare(
     )
 
 
+# The marks of a pair found in both runs with the same settings: only these
+# compared anything.
+COMPARED = (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE, NEW_FAILURE, FIXED, STILL_FAILING)
+
+
+def nothing_compared(comparison: Comparison) -> bool:
+    """No experiment was in both runs with the same settings: the runs say
+    nothing about each other, which is inconclusive, never a pass."""
+    return not any(row.mark in COMPARED for row in comparison.rows)
+
+
 def failing_counts(comparison: Comparison) -> dict[str, int]:
     """Rows per mark for the marks that fail the gate (none: it passes)."""
     return {m: n for m, n in comparison.counts().items() if m in comparison.gating_marks}
 
 
 def exit_code(comparison: Comparison) -> int:
-    """The gate: 1 when any row has a mark in ``comparison.gating_marks``, else 0."""
-    return int(bool(failing_counts(comparison)))
+    """The gate: 1 when any row has a mark in ``comparison.gating_marks``
+    (or, with ``fail_on_inconclusive``, when nothing was compared), else 0."""
+    return int(bool(failing_counts(comparison))
+               or (comparison.fail_on_inconclusive and nothing_compared(comparison)))
 
 
 # --------------------------------------------------------------------------
@@ -591,6 +604,8 @@ def verdict(comparison: Comparison) -> str:
     failing = failing_counts(comparison)
     if failing:
         return "FAIL (" + ", ".join(f"{n} {m}" for m, n in failing.items()) + ")"
+    if nothing_compared(comparison):
+        return "INCONCLUSIVE (no experiment in both runs with the same settings)"
     inconclusive = comparison.counts().get(INCONCLUSIVE)
     return f"PASS ({inconclusive} inconclusive)" if inconclusive else "PASS"
 

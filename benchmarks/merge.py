@@ -167,10 +167,10 @@ def _check_one_measure(shards: Sequence[Shard]) -> None:
 
 def merge(shards: Sequence[Shard]) -> tuple[list[dict[str, str]], list[str]]:
     """The merged rows and sample lines, in model order (stable by name)."""
+    _check_one_measure(shards)  # first: runs of two modes overlap by their keys too
     found = duplicates(shards)
     if found:
         raise UsageError(_describe_duplicates(found))
-    _check_one_measure(shards)
     rows = sorted((row for shard in shards for row in shard.rows), key=lambda row: row["name"])
     samples = sorted((s for shard in shards for s in shard.samples), key=lambda s: s[0])
     return rows, [line for _, line in samples]

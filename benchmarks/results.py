@@ -285,9 +285,18 @@ class ExperimentKey(NamedTuple):
         return tuple((v is not None, v if isinstance(v, int) else str(v or "")) for v in self)
 
 
+# Suites whose models are another suite's, the same code: one experiment.
+# The seed suite is ten of the built-in models, so a seed run and a built-in
+# run of resnet18 pair in compare, and one completes the other on --resume;
+# TorchBench's models are other code under the same names, never matched.
+SAME_CODE_SUITE = {"seed": "builtin"}
+
+
 def _key_value(column: str, value: Any) -> Any:
     if _is_missing(value) or (isinstance(value, str) and not value.strip()):
         return None
+    if column == "suite":
+        return SAME_CODE_SUITE.get(str(value), str(value))
     if column == "batch_size":
         try:
             return int(float(value))

@@ -549,3 +549,34 @@ def test_runner_compare_subcommand_exit_codes(tmp_path):
     bad = subprocess.run([sys.executable, "runner.py", "compare", str(OLD), str(tmp_path / "none.csv")],
                          cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_nothing_compared_is_inconclusive_never_a_pass(tmp_path, capsys):
+    """Two runs with no experiment in common (other settings, other models)
+    say nothing about each other."""
+    old = _write_run(tmp_path / "old.csv", [_passing_row("alexnet", [1.0], [2.0], batch_size=8),
+                                            _passing_row("vgg16", [1.0], [2.0])], [])
+    new = _write_run(tmp_path / "new.csv", [_passing_row("alexnet", [1.0], [2.0], batch_size=4),
+                                            _passing_row("resnet18", [1.0], [2.0])], [])
+    comparison = compare.compare(old, new, allow_removed=True)
+    assert comparison.counts() == {compare.NOT_COMPARABLE: 1, compare.ADDED: 1, compare.REMOVED: 1}
+    assert compare.verdict(comparison).startswith("INCONCLUSIVE"), compare.verdict(comparison)
+    assert "PASS" not in compare.render_console(comparison)
+    assert compare.exit_code(comparison) == 0
+    strict = compare.compare(old, new, allow_removed=True, fail_on_inconclusive=True)
+    assert compare.exit_code(strict) == 1
+    assert cli.main(["compare", str(old), str(new), "--allow-removed", "--fail-on-inconclusive"]) == 1
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+
+
+def test_a_seed_run_and_a_builtin_run_of_a_model_pair(tmp_path):
+    """The seed suite is ten of the built-in models, the same code: their
+    rows are one experiment; TorchBench's resnet18 is other code."""
+    def run(path, suite):
+        row = {**_passing_row("resnet18", [1.0] * 6, [2.0] * 6), "suite": suite}
+        records = [{**r, **results.key_fields(row)} for r in _records("resnet18", [1.0] * 6, [2.0] * 6)]
+        return _write_run(path, [row], records)
+
+    seed, builtin, tb = (run(tmp_path / f"{s}.csv", s) for s in ("seed", "builtin", "torchbench"))
+    assert compare.compare(seed, builtin).counts() == {compare.NO_CHANGE: 1}
+    assert compare.compare(builtin, tb).counts() == {compare.NOT_COMPARABLE: 1}

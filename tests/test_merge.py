@@ -244,6 +244,20 @@ def test_accuracy_and_performance_runs_are_not_merged(tmp_path, capsys):
     assert list(results.read_rows(out)["accuracy"]) == ["pass", "crashed"]
 
 
+def test_overlapping_runs_of_two_modes_get_the_modes_message(tmp_path, capsys):
+    """The same experiment measured for speed and for accuracy: what is
+    wrong is the modes, not that the runs overlap."""
+    speedups = shard(tmp_path / "perf" / "run.csv", row("alpha"))
+    verdicts = shard(tmp_path / "acc" / "run.csv", row("alpha", speedup=None, accuracy="pass"),
+                     samples=False)
+    results.append_samples(results.samples_path(verdicts), [])
+    out = tmp_path / "out.csv"
+    code, _, err = run_merge(capsys, out, speedups, verdicts)
+    assert_one_line_error(code, err, verdicts, "--accuracy", speedups, "--performance")
+    assert "more than one input" not in err
+    assert not out.exists()
+
+
 def test_empty_shards_merge(tmp_path, capsys):
     # What a shard with no models (more partitions than models) leaves.
     empty = tmp_path / "empty.csv"
