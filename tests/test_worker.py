@@ -64,3 +64,19 @@ def test_accuracy_reasons_fit_on_one_line():
     assert not check.ok and "\n" not in check.reason
     nan = accuracy.compare(torch.ones(2), torch.tensor([1.0, float("nan")]), 1e-4)
     assert not nan.ok and nan.max_error != nan.max_error  # the NaN is reported, not hidden
+
+
+@pytest.mark.parametrize("cosine", [False, True])
+def test_infinities_and_nans_at_the_same_places_agree(cosine):
+    """Two identical runs whose outputs hold inf (an attention mask's -inf,
+    an overflow) or NaN at the same positions are equal; elsewhere, or of
+    another sign, they are not."""
+    inf, nan = float("inf"), float("nan")
+    ref = torch.tensor([1.0, -inf, inf, nan, 2.0])
+    check = accuracy.compare(ref, ref.clone(), 1e-4, cosine=cosine)
+    assert check.ok and check.max_error == 0.0, check
+    for other in (torch.tensor([1.0, inf, inf, nan, 2.0]), torch.tensor([1.0, -inf, 3.0, nan, 2.0]),
+                  torch.tensor([1.0, -inf, inf, 0.0, 2.0])):
+        assert not accuracy.compare(ref, other, 1e-4, cosine=cosine).ok, other
+    near = torch.tensor([1.0, -inf, inf, nan, 2.00001])
+    assert accuracy.compare(ref, near, 1e-4, cosine=cosine).ok
