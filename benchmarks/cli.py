@@ -117,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--export-profiler-trace", metavar="DIR", nargs="?", const=PROFILER_TRACE_FOLDER,
                    help="after timing, profile one step of each runner into DIR/<model>_<runner>.json "
                         f"(DIR: default <output-directory>/{PROFILER_TRACE_FOLDER})")
+    d.add_argument("--explain", "--print-graph-breaks", action="store_true",
+                   help="after the run, print per model and backend its graph breaks with reasons, "
+                        "the ops run on the host, recompiles with the guard that failed, and the "
+                        "host's share of a step")
     d.add_argument("--dump-hlo", metavar="DIR",
                    help="write the HLO of each graph of the XLA runners into DIR")
 
@@ -246,6 +250,10 @@ def _run(args: argparse.Namespace) -> int:
         _print_written(config.csv_path)
         raise
     print(report.finish(config.csv_path))
+    if args.explain:
+        from . import explain
+
+        print(explain.render(config.csv_path))
     if config.compile_cache:
         warning = report.persistent_cache_warning(results.read_rows(config.csv_path))
         if warning:

@@ -155,6 +155,14 @@ def _break_reasons() -> list:
     return graph_break_reasons
 
 
+def _guard_failures() -> dict:
+    """dynamo's record of the guards that failed, per code object: one
+    reason per recompile (``"0/0: tensor 'x' size mismatch at index 0..."``)."""
+    from torch._dynamo.utils import guard_failures
+
+    return guard_failures
+
+
 def describe_break(reason) -> tuple[str, str]:
     """(reason, user frame) of a dynamo ``GraphCompileReason``, each on one line."""
     lines = [line.strip() for line in str(reason.reason).splitlines() if line.strip()]
@@ -190,6 +198,8 @@ class Probe:
         self.timed_steps: Counter = Counter()
         self.first_shape: Hashable = None  # the shape of the runner's very first call
         self.breaks: dict[tuple[str, str], None] = {}  # (reason, frame), in order seen
+        # Per shape: why a graph was compiled again, in order seen.
+        self.guard_failures: dict[Hashable, dict[str, None]] = defaultdict(dict)
         self.peak_host: dict[Hashable, int] = {}
         self.peak_device: dict[Hashable, int] = {}
         self.capture_hlo = False  # record the HLO of what a step leaves pending
@@ -197,12 +207,14 @@ class Probe:
         self._host, self._device = HostPeak(), DevicePeak() if xla else None
         self._before: Counter | None = None
         self._breaks_before = 0
+        self._failures_before: dict = {}
         self._host_start = 0.0
         self._pending_host: float | None = None
         self._seen_first = False
 
     def before(self) -> None:
         self._breaks_before = len(_break_reasons())
+        self._failures_before = {code: len(reasons) for code, reasons in _guard_failures().items()}
         self._before = _snapshot(self.xla)
         self._host.reset()
         if self._device:
@@ -227,6 +239,10 @@ class Probe:
         reasons = _break_reasons()
         for reason in reasons[self._breaks_before:] if len(reasons) >= self._breaks_before else reasons:
             self.breaks.setdefault(describe_break(reason), None)
+        for code, failures in list(_guard_failures().items()):
+            for failure in failures[self._failures_before.get(code, 0):]:
+                where = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+                self.guard_failures[shape].setdefault(" ".join(f"{where}: {failure}".split()), None)
 
     def host_started(self) -> None:
         self._host_start = time.perf_counter()
@@ -239,6 +255,11 @@ class Probe:
             hlo = pending_hlo(pending)
             if hlo:
                 self.hlo.append(hlo)
+
+    def recompile_reasons(self, shape: Hashable = None) -> list[str]:
+        """The distinct guard failures that made dynamo compile a graph again
+        on the steps at ``shape``."""
+        return list(self.guard_failures.get(shape, ()))
 
     def graph_breaks(self) -> list[tuple[str, str]]:
         """(reason, user frame) of every distinct graph break this runner met."""

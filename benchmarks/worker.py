@@ -225,7 +225,7 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
                 results.sample_record(base["name"], backend, "baseline", baseline.at(shape).samples_s,
                                       baseline_first.seconds, **settings),
                 results.sample_record(base["name"], backend, "backend", timing.at(shape).samples_s,
-                                      first.seconds, **settings),
+                                      first.seconds, **settings, **_recompiles(probes_of[backend], shape)),
             ]
     _diagnostics(config, benches[0], runners)
     return result
@@ -378,6 +378,13 @@ def headroom(row: dict) -> dict:
     if limit - 1 >= HEADROOM_MIN and results.is_finite(speedup):
         captured = (speedup - 1) / (limit - 1)
     return {"zero_overhead_speedup": limit, "headroom_captured": captured}
+
+
+def _recompiles(probe, shape) -> dict:
+    """The guard failures behind a backend's recompiles at ``shape``, for its
+    samples record (``--explain`` prints them)."""
+    reasons = probe.recompile_reasons(shape)
+    return {"recompile_reasons": reasons} if reasons else {}
 
 
 def _graph_breaks(base: dict, backend: str, probe) -> list[dict]:

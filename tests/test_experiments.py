@@ -340,3 +340,23 @@ def test_accuracy_checks_every_batch_size_of_a_cycle(config):
                                            backends=("torchxla_trace_once",)), "ok_mlp").rows
     assert [(r["batch_size"], r["dynamic"], r["accuracy"]) for r in rows] == [
         (1, "dynamic", "pass"), (3, "dynamic", "pass")], rows
+
+
+def test_explain_prints_breaks_fallbacks_recompiles_and_host_share(tmp_path, fault_models, capsys):
+    """--explain (PyTorch's --print-graph-breaks too): per model and backend,
+    the graph breaks with their reasons, the recompiles with the guard that
+    failed (a cycle of batch sizes on static shapes recompiles), the ops run on
+    the host and the host's share of a step."""
+    out = tmp_path / "run.csv"
+    code, stdout, err = run(_fast(tmp_path, "--only", "print_break", "--use-xla-baseline",
+                                  "--backend", "torchxla_trace_once", "--batch-sizes", "2,3",
+                                  "--output", str(out), "--print-graph-breaks"), capsys)
+    assert code == 0, err
+    explained = stdout[stdout.index("Explain:"):]
+    assert "print_break · torchxla_trace_once (batch size 3)" in explained, explained
+    assert "graph breaks: 1" in explained and "print_break/__init__.py:5 in _say_hello" in explained
+    assert "size mismatch at index 0. expected 2, actual 3" in explained, explained
+    at_2 = explained[:explained.index("(batch size 3)")]
+    assert "size mismatch" not in at_2, explained  # the recompile happened at batch size 3
+    assert "ops run on the host by torch_xla: none" in explained
+    assert "host time: " in explained and "ms step (" in explained
