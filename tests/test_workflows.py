@@ -111,6 +111,28 @@ def test_steps_are_make_targets_without_expressions(path):
         assert match.group(1) in targets, f"{job}: no make target {match.group(1)}"
 
 
+def _uploads(workflow):
+    for job_name, step in _steps(workflow):
+        action = step.get("uses", "").split("@")[0]
+        if action in ("actions/upload-artifact", "actions/upload-pages-artifact"):
+            yield job_name, action, step
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_every_upload_can_run_again(path):
+    """Any job can be re-run, and its uploads run again in the same workflow
+    run, where artifacts of the earlier attempt still are: actions/upload-artifact
+    refuses an existing name (409 Conflict) unless told to overwrite it, and
+    upload-pages-artifact cannot overwrite, so its name must differ per attempt."""
+    for job_name, action, step in _uploads(_load(path)):
+        with_ = step.get("with", {})
+        attempt_unique = "github.run_attempt" in str(with_.get("name", ""))
+        if action == "actions/upload-artifact":
+            assert with_.get("overwrite") is True or attempt_unique, f"{job_name}: {step.get('name')}"
+        else:
+            assert attempt_unique, f"{job_name}: {step.get('name')} uploads one name on every attempt"
+
+
 def test_ci_runs_make_test_on_pull_requests():
     workflow = _load(WORKFLOWS / "ci.yml")
     assert "pull_request" in workflow[True]  # YAML reads the key `on` as True

@@ -1,0 +1,163 @@
+"""Every expression of the workflows, evaluated against the contexts of each
+event that can start them (``gha_events``: the documented payload shapes).
+
+A cron run's payload has no ``repository``: a condition that reads
+``github.event.repository.default_branch`` is null there, and a step behind
+it never runs on the schedule.  These tests fail on any context field an
+event does not carry, and check that the nightly publishes on the schedule,
+on a dispatch and on a push, all on main, and on nothing else.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import gha_events
+from gha_expressions import Evaluator, Open, Status
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+FILES = sorted(WORKFLOWS.glob("*.yml"))
+# Events each workflow must handle: its own triggers, and for the nightly the
+# three a maintainer may add or use (a push on main runs it as the schedule does).
+REQUIRED = {"nightly.yml": {"schedule", "workflow_dispatch", "push"}}
+# Plausible values of job outputs (what the steps write to $GITHUB_OUTPUT).
+OUTPUTS = {"date": "2026-01-02", "count": "2", "shards": "[0, 1]"}
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def triggers(workflow: dict) -> dict:
+    on = workflow.get(True, workflow.get("on"))
+    return {on: None} if isinstance(on, str) else dict(on)
+
+
+def events_of(path: Path) -> list[str]:
+    return sorted(set(triggers(load(path))) | REQUIRED.get(path.name, set()))
+
+
+def needs_of(job: dict) -> list[str]:
+    needs = job.get("needs", [])
+    return [needs] if isinstance(needs, str) else list(needs)
+
+
+def job_contexts(workflow: dict, name: str, event: str, ref: str | None = None,
+                 inputs: dict | None = None) -> dict:
+    """What a job's expressions see when every job it needs succeeded."""
+    job = workflow["jobs"][name]
+    needs = {}
+    for needed in needs_of(job):
+        declared = workflow["jobs"][needed].get("outputs", {})
+        needs[needed] = {"result": "success", "outputs": {k: OUTPUTS.get(k, "x") for k in declared}}
+    contexts = {
+        "github": gha_events.github(event, ref=ref, inputs=inputs, job=name),
+        "inputs": gha_events.inputs_context(event, workflow, inputs),
+        "vars": {}, "secrets": {"GITHUB_TOKEN": "***"}, "env": {}, "runner": gha_events.runner(),
+        "needs": needs, "job": {"status": "success"}, "steps": {}, "strategy": {}, "matrix": {},
+    }
+    matrix = (job.get("strategy") or {}).get("matrix")
+    if matrix is not None:
+        values = Evaluator(contexts).interpolate(matrix)
+        contexts["matrix"] = {k: (v[0] if isinstance(v, list) else v) for k, v in values.items()}
+    return contexts
+
+
+def every_expression(workflow: dict, event: str):
+    """(where, Evaluator, value) for each value of each job, its steps seeing
+    the ids of the steps before them."""
+    for name, job in workflow["jobs"].items():
+        contexts = job_contexts(workflow, name, event)
+        head = {k: v for k, v in job.items() if k not in ("steps", "outputs")}
+        yield f"{name}", contexts, head
+        steps = {}
+        for index, step in enumerate(job.get("steps", [])):
+            yield f"{name} step {index} ({step.get('name') or step.get('uses')})", \
+                {**contexts, "steps": dict(steps)}, step
+            if "id" in step:
+                steps[step["id"]] = {"outcome": "success", "conclusion": "success", "outputs": Open()}
+        yield f"{name} outputs", {**contexts, "steps": steps}, job.get("outputs", {})
+
+
+@pytest.mark.parametrize("path, event", [(p, e) for p in FILES for e in events_of(p)],
+                         ids=lambda v: v.name if isinstance(v, Path) else v)
+def test_expressions_read_only_what_the_event_carries(path, event):
+    workflow = load(path)
+    absent = []
+    for where, contexts, value in every_expression(workflow, event):
+        evaluator = Evaluator(contexts)
+        evaluator.interpolate({k: v for k, v in value.items() if k != "if"})
+        if "if" in value:
+            evaluator.condition(value["if"])
+        absent += [f"{where}: {field}" for field in evaluator.missing]
+    assert not absent, f"on {event}, these read fields the event does not have:\n" + "\n".join(absent)
+
+
+def publish_conditions(workflow: dict):
+    """The job and step ``if:`` in front of ``make nightly-publish``."""
+    for name, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            if step.get("run", "").strip() == "make nightly-publish":
+                return name, job.get("if"), step.get("if")
+    raise AssertionError("no step runs make nightly-publish")
+
+
+@pytest.mark.parametrize("event, ref, publishes", [
+    ("schedule", None, True),
+    ("workflow_dispatch", None, True),
+    ("push", None, True),
+    ("workflow_dispatch", "refs/heads/topic", False),
+    ("push", "refs/heads/topic", False),
+])
+def test_nightly_publishes_from_main_only(event, ref, publishes):
+    workflow = load(WORKFLOWS / "nightly.yml")
+    name, job_if, step_if = publish_conditions(workflow)
+    contexts = job_contexts(workflow, name, event, ref=ref)
+    # The step runs after the steps before it succeeded.
+    earlier = {step["id"]: {"outcome": "success", "conclusion": "success", "outputs": Open()}
+               for step in workflow["jobs"][name]["steps"] if "id" in step}
+    runs = (Evaluator(contexts).condition(job_if)
+            and Evaluator({**contexts, "steps": earlier}).condition(step_if))
+    assert runs is publishes
+
+
+# --------------------------------------------------------------------------
+# The evaluator itself
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("github.ref == 'refs/heads/main'", True),
+    ("github.ref_name == 'MAIN'", True),  # strings compare case-insensitively
+    ("inputs.shards || 4", 4.0),
+    ("!cancelled() && needs.plan.result == 'success'", True),
+    ("format('{0}-{1}', 'shard', 1)", "shard-1"),
+    ("fromJSON('[0, 1]')[1]", 1),
+    ("contains(fromJSON('[\"a\", \"b\"]'), 'B')", True),
+    ("1 == '1'", True),
+    ("null == ''", True),  # both are 0 as numbers
+    ("'' || 'fallback'", "fallback"),
+    ("github.event.schedule", "17 2 * * *"),
+])
+def test_evaluator(text, expected):
+    contexts = {"github": gha_events.github("schedule"), "inputs": {},
+                "needs": {"plan": {"result": "success", "outputs": {}}}}
+    assert Evaluator(contexts).evaluate(text) == expected
+
+
+def test_evaluator_records_a_field_the_event_lacks():
+    contexts = {"github": gha_events.github("schedule")}
+    evaluator = Evaluator(contexts)
+    assert evaluator.condition("github.ref_name == github.event.repository.default_branch") is False
+    assert evaluator.missing == ["github.event.repository"]
+    dispatch = Evaluator({"github": gha_events.github("workflow_dispatch")})
+    assert dispatch.condition("github.ref_name == github.event.repository.default_branch") is True
+    assert dispatch.missing == []
+
+
+def test_evaluator_status_functions():
+    failed = Evaluator({}, status=Status(failed=True))
+    assert not failed.condition(None) and failed.condition("always()") and failed.condition("failure()")
+    assert failed.condition("!cancelled()") and not failed.condition("true")
