@@ -578,13 +578,19 @@ def _regex(pattern: str, flag: str) -> re.Pattern:
         raise UsageError(f"{flag}: bad regular expression {pattern!r}: {err}") from None
 
 
-# The backends a user of this harness picks: ours, torch_xla's, and torch's
-# own for reference. Any other registered dynamo backend is accepted too.
-SUGGESTED_BACKENDS = {
-    "ours": ("torchxla_trace_once", "torchxla_trivial", "aot_torchxla_trace_once"),
+# Besides ours (xla_backends.BACKENDS), the backends a user of this harness
+# picks: torch_xla's, and torch's own for reference. Any other registered
+# dynamo backend is accepted too.
+OTHER_SUGGESTED_BACKENDS = {
     "torch_xla's": ("openxla_eval", "openxla"),
     "torch's": ("inductor", "eager", "aot_eager"),
 }
+
+
+def suggested_backends() -> dict[str, tuple[str, ...]]:
+    import xla_backends
+
+    return {"ours": tuple(xla_backends.BACKENDS), **OTHER_SUGGESTED_BACKENDS}
 
 
 def parse_backends(values: list[str] | None) -> tuple[str, ...]:
@@ -598,7 +604,7 @@ def parse_backends(values: list[str] | None) -> tuple[str, ...]:
             candidates = [b for b in available if not b.endswith("_TESTING_ONLY")]
             close = difflib.get_close_matches(name, candidates, n=3)
             hint = f"did you mean: {', '.join(close)}? " if close else ""
-            picks = "; ".join(f"{who}: {', '.join(names)}" for who, names in SUGGESTED_BACKENDS.items())
+            picks = "; ".join(f"{who}: {', '.join(names)}" for who, names in suggested_backends().items())
             raise UsageError(f"unknown backend {name!r}; {hint}backends to pick: {picks} "
                              "(any registered dynamo backend works)")
     return tuple(names)

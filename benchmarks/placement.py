@@ -34,15 +34,17 @@ import torch
 import torch._dynamo
 from torch.utils import _pytree as pytree
 
+import xla_backends
+
 from .config import PRECISIONS
 from .measure import Runner
 from .models.spec import call
 from .probes import Probe
 
-# Backends whose graphs run on the XLA device; any other runs on the host.
-XLA_BACKENDS = frozenset(
-    {"torchxla_trivial", "torchxla_trace_once", "aot_torchxla_trace_once", "openxla", "openxla_eval"}
-)
+# Backends whose graphs run on the XLA device: ours and torch_xla's; any
+# other runs on the host.
+TORCH_XLA_BACKENDS = ("openxla", "openxla_eval")
+XLA_BACKENDS = frozenset({*xla_backends.BACKENDS, *TORCH_XLA_BACKENDS})
 LEARNING_RATE = 0.01
 
 

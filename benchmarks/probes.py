@@ -33,8 +33,6 @@ from typing import Any, Hashable
 
 import psutil
 
-from xla_backends.metrics import PREFIX as FALLBACK_PREFIX
-from xla_backends.metrics import fallback_counts
 
 from . import stats
 
@@ -62,6 +60,8 @@ def _snapshot(xla: bool) -> Counter:
         for name in met.counter_names():
             if name in _XLA_COUNTERS or name in _PERSISTENT:
                 snap[name] = met.counter_value(name)
+        from xla_backends.metrics import fallback_counts  # here: importing the package registers it
+
         snap.update(fallback_counts())
         for name in _XLA_TIMES:
             data = met.metric_data(name)
@@ -286,6 +286,8 @@ class Probe:
         }
         if not self.xla:
             return fields
+        from xla_backends.metrics import PREFIX  # here: importing the package registers it
+
         n = self.timed_steps[shape]
         host_s = self.host_s.get(shape)
         every = first + later
@@ -302,8 +304,8 @@ class Probe:
             "executes_per_iter": timed["ExecuteTime.n"] / n if n else None,
             "host_ms": stats.median(host_s) * 1e3 if host_s else None,
             "fallback_ops": " ".join(sorted(
-                k.removeprefix(FALLBACK_PREFIX) for k, v in every.items()
-                if k.startswith(FALLBACK_PREFIX) and v > 0)),
+                k.removeprefix(PREFIX) for k, v in every.items()
+                if k.startswith(PREFIX) and v > 0)),
             **{field: every[counter] for field, counter in PERSISTENT_CACHE_COUNTERS.items()},
         })
         return fields

@@ -4,13 +4,16 @@ import os
 import subprocess
 import sys
 import textwrap
+from configparser import ConfigParser
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import torch
 
 import xla_backends
 
-NAMES = ("torchxla_trivial", "torchxla_trace_once")
+NAMES = ("torchxla_trivial", "torchxla_trace_once", "aot_torchxla_trace_once")
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _python(code: str) -> str:
@@ -33,6 +36,7 @@ def test_importing_twice_is_safe():
 def test_names_resolve_through_dynamo():
     assert torch._dynamo.lookup_backend("torchxla_trace_once") is xla_backends.torchxla_trace_once
     assert torch._dynamo.lookup_backend("torchxla_trivial") is xla_backends.torchxla_trivial
+    assert torch._dynamo.lookup_backend("aot_torchxla_trace_once") is xla_backends.aot_torchxla_trace_once
     listed = torch._dynamo.list_backends(exclude_tags=())
     assert set(NAMES) <= set(listed)
 
@@ -41,6 +45,37 @@ def test_entry_points_are_installed():
     found = {ep.name: ep.value for ep in entry_points(group="torch_dynamo_backends")}
     assert found.get("torchxla_trace_once") == "xla_backends.trace_once:torchxla_trace_once"
     assert found.get("torchxla_trivial") == "xla_backends.trivial:torchxla_trivial"
+    assert found.get("aot_torchxla_trace_once") == "xla_backends.aot:aot_torchxla_trace_once"
+
+
+def test_one_list_of_our_backends():
+    """xla_backends.BACKENDS is the list; setup.cfg's entry points, the
+    harness's placement and its suggestions follow it."""
+    from benchmarks import cli, placement
+
+    assert tuple(xla_backends.BACKENDS) == NAMES
+    setup = ConfigParser()
+    setup.read(REPO / "setup.cfg")
+    lines = setup["options.entry_points"]["torch_dynamo_backends"].strip().splitlines()
+    published = dict(line.replace(" ", "").split("=") for line in lines)
+    assert set(published) == set(NAMES)
+    for name, value in published.items():
+        module, attr = value.split(":")
+        assert getattr(importlib.import_module(module), attr) is xla_backends.BACKENDS[name], value
+    assert set(NAMES) <= placement.XLA_BACKENDS
+    assert placement.XLA_BACKENDS - set(NAMES) == set(placement.TORCH_XLA_BACKENDS)
+    assert cli.suggested_backends()["ours"] == NAMES
+
+
+def test_importing_the_probes_registers_nothing():
+    out = _python("""
+        import torch
+        from torch._dynamo.backends import registry
+        import benchmarks.probes
+        print("xla_backends" in __import__("sys").modules,
+              any(n in registry._COMPILER_FNS for n in %r))
+    """ % (NAMES,))
+    assert out.split() == ["False", "False"]
 
 
 def test_importing_the_package_does_not_import_torch_xla():
