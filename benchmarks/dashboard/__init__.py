@@ -1,0 +1,106 @@
+"""The nightly history as a static site: ``results/nightly/<date>/`` -> ``SITE/index.html``.
+
+``python runner.py dashboard ROOT -o SITE`` (``make dashboard``) reads every
+night under ROOT (folders named ``YYYY-MM-DD`` holding a ``performance.csv``,
+as ``benchmarks.nightly`` writes them) and writes a site that works offline,
+from disk or as a CI artifact: ``SITE/index.html`` with its assets and data
+beside it.  The page shows, for a suite, mode and dtype chosen in filters
+(and a time range):
+
+* the latest night's summary per line (backend): pass rate, geomean
+  speedup, mean first call and memory compression, with the change from the
+  baseline night;
+* over the nights, per line: the geomean speedup over a fixed set of models
+  (those that passed on every night of the range; their count shown) with
+  its 95% band, the pass rate, mean first call, memory compression and the
+  headroom captured; nights whose gate failed are marked;
+* per model (``index.html#model=NAME``): speedup, latency, first call and
+  headroom, with gaps on failed nights, batch-size changes marked on the
+  line, and the failures with their status and error;
+* each failed gate's failing rows, two nights side by side with compare's
+  verdicts, and a table of the nights with their commits, CI runs, reports
+  and comparisons.
+
+The modules: ``history`` reads the nights, ``aggregate`` computes what is
+shown, ``pairs`` judges two nights with ``benchmarks.compare``, ``site``
+writes the files; ``assets/`` holds the page's template, script and style.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from benchmarks.usage import Parser, UsageError, guarded
+
+from . import aggregate, history, site
+from .aggregate import Z95, geomean_band
+from .history import Night, combine, find_nights, load_history
+from .site import page_data
+
+__all__ = ["Night", "Z95", "build", "combine", "find_nights", "geomean_band", "load_history", "main",
+           "page_data", "write_site"]
+
+PROG = history.PROG
+TITLE = "Nightly benchmark history"
+
+
+def default_repo_url() -> str | None:
+    """Where commits link to: GitHub Actions names the repository of the
+    run that builds the page."""
+    server, repository = os.environ.get("GITHUB_SERVER_URL"), os.environ.get("GITHUB_REPOSITORY")
+    return f"{server.rstrip('/')}/{repository}" if server and repository else None
+
+
+def write_site(target: Path, nights: Sequence[Night], rows: pd.DataFrame, title: str = TITLE,
+               repo_url: str | None = None) -> Path:
+    """Write the site into ``target`` from ``rows`` (:func:`combine`'s frame
+    over ``nights``); returns the page's path."""
+    data = page_data(nights, rows, repo_url)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        links = site.copy_linked(nights, target)
+        site.write(target, site.site_files(data, nights, rows, links, title))
+    except OSError as err:
+        raise UsageError(f"cannot write the site: {err.filename or target}: {err.strerror or err}") from None
+    return target / "index.html"
+
+
+def build(root: str | Path, target: str | Path, title: str = TITLE, repo_url: str | None = None) -> Path:
+    """Write the site into ``target`` from the nights under ``root``;
+    returns the page's path.  Raises ``UsageError`` on bad input or an
+    unwritable site."""
+    root, target = Path(root), Path(target)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} exists and is not a folder")
+    nights = find_nights(root)
+    return write_site(target, nights, load_history(nights), title, repo_url)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog=PROG, description="Render the nightly history (ROOT/<date>/performance.csv) "
+                                       "as a static site that works offline.")
+    p.add_argument("root", metavar="ROOT", help="folder of the dated nights, e.g. results/nightly")
+    p.add_argument("-o", "--output", metavar="SITE", required=True, help="folder to write index.html into")
+    p.add_argument("--title", default=TITLE, help="page title")
+    p.add_argument("--repo-url", metavar="URL", default=default_repo_url(),
+                   help="the repository commits link to, e.g. https://github.com/OWNER/NAME "
+                        "(default: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY when set)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """0 when the site was written, 2 on bad input."""
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        if args.repo_url and not args.repo_url.startswith(("https://", "http://")):
+            raise UsageError(f"--repo-url must be an http(s) URL, got {args.repo_url!r}")
+        index = build(args.root, args.output, args.title, args.repo_url and args.repo_url.rstrip("/"))
+        print(f"wrote {index}", file=sys.stderr)
+        return 0
+
+    return guarded(PROG, body)
