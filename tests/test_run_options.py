@@ -45,7 +45,7 @@ def test_threads_affinity_and_compile_step():
     c = config("--threads", "1", "--cpu-affinity", f"{first}", "--training", "--compile-step")
     assert c.threads == 1 and c.cpu_affinity == (first,)
     assert c.compile_step and c.phase == "training_step"
-    assert c.output.endswith("performance_training_cpu.csv")
+    assert c.output.endswith("performance_training_step_cpu.csv")
 
 
 def test_cpu_lists():

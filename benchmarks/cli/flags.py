@@ -1,0 +1,224 @@
+"""The run command's flags: one parser built from its argument groups.
+
+Flags keep the names users know from PyTorch's ``benchmarks/dynamo`` harness;
+those of that harness that mean something else here are refused with a line
+naming ours (``FLAGS_ELSEWHERE``).
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..usage import Parser, UsageError
+
+PROG = "runner.py"
+DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
+SUITES = ("seed", "builtin", "torchbench")  # benchmarks.suite.SUITES, without importing torch
+DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
+DEFAULT_REPEAT = 30
+ADAPTIVE_MAX_REPEAT = 1000  # --max-time without --repeat: time and precision decide
+DEFAULT_MIN_REPEAT = 5
+DEFAULT_TARGET_CI = 0.03
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The run command's parser: its argument groups, in --help's order."""
+    p = Parser(prog=PROG, description="Benchmark torch._dynamo backends on TorchBench-named models.",
+                epilog="Subcommands: `runner.py compare OLD.csv NEW.csv`, "
+                       "`runner.py merge OUT.csv IN.csv...`, "
+                       "`runner.py dashboard ROOT -o SITE`; each takes --help.")
+    for add_group in (_experiment, _selection, _measurement, _diagnostics, _first_calls, _running,
+                      _output, _pytorch_names):
+        add_group(p)
+    return p
+
+
+def _experiment(p: argparse.ArgumentParser) -> None:
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--performance", action="store_true", help="measure speedups (default)")
+    mode.add_argument("--accuracy", action="store_true", help="compare outputs with the baseline")
+    phase = p.add_mutually_exclusive_group()
+    phase.add_argument("--inference", action="store_true", help="run inference (default)")
+    phase.add_argument("--training", action="store_true", help="run a training step")
+    p.add_argument("--compile-step", action="store_true",
+                   help="with --training: compile the whole step (forward, loss, backward, SGD step) "
+                        "as one function, not only the model (rows of mode training_step)")
+    p.add_argument("--backend", action="append", metavar="NAME",
+                   help="dynamo backend to measure; repeat it or separate names with commas "
+                        f"(default: {','.join(DEFAULT_BACKENDS)})")
+    p.add_argument("--use-xla-baseline", action="store_true",
+                   help="baseline: the model run lazily on the XLA device instead of eager on the host")
+    p.add_argument("--randomize-input", action="store_true", help="draw fresh inputs every repeat")
+
+
+def _selection(p: argparse.ArgumentParser) -> None:
+    sel = p.add_argument_group("model selection")
+    sel.add_argument("--only", action="append", metavar="NAME",
+                     help="run just these models: repeat it or separate names with commas "
+                          "(names match case-insensitively)")
+    sel.add_argument("-k", "--filter", action="append", default=[], metavar="REGEX",
+                     help="run models whose name matches, ignoring case (repeatable)")
+    sel.add_argument("-x", "--exclude", action="append", default=[], metavar="REGEX",
+                     help="skip models whose name matches, ignoring case (repeatable)")
+    sel.add_argument("--exclude-exact", action="append", default=[], metavar="NAME",
+                     help="skip these models, named exactly (case-insensitively; repeatable, commas)")
+    sel.add_argument("--suite", choices=SUITES, default="builtin",
+                     help="seed: the ten models of the first experiment; builtin: all our "
+                          "models (default); torchbench: a pytorch/benchmark checkout's")
+    sel.add_argument("--torchbench-dir", metavar="DIR",
+                     help="the pytorch/benchmark checkout for --suite torchbench "
+                          "(default: torchbenchmark from PYTHONPATH)")
+    sel.add_argument("--list-models", action="store_true",
+                     help="print the selected models (after --only/-k/-x and the shard flags) and exit")
+    sel.add_argument("--dry-run", action="store_true",
+                     help="print what would run (models x backends, batch sizes, output files) and exit")
+    sel.add_argument("--total-partitions", type=int, default=1, metavar="N",
+                     help="split the selected models into N shards (for CI)")
+    sel.add_argument("--partition-id", type=int, default=None, metavar="I",
+                     help="with --total-partitions: run shard I (0-based)")
+
+
+def _measurement(p: argparse.ArgumentParser) -> None:
+    m = p.add_argument_group("measurement")
+    m.add_argument("--batch-size", type=int, help="override the batch size of configs/")
+    m.add_argument("--repeat", type=int, default=None,
+                   help=f"timed repeats (default {DEFAULT_REPEAT}); with --max-time, the most "
+                        f"(default {ADAPTIVE_MAX_REPEAT})")
+    m.add_argument("--max-time", type=float, metavar="S",
+                   help="adaptive repeats: keep interleaving repeats until every speedup's 95%% "
+                        "interval is within --target-ci, or S seconds of repeats per model are spent")
+    m.add_argument("--min-repeat", type=int, metavar="N",
+                   help=f"with --max-time: at least N repeats (default {DEFAULT_MIN_REPEAT})")
+    m.add_argument("--target-ci", type=float, metavar="F",
+                   help="with --max-time: the 95%% interval's half-width sought, relative to the "
+                        f"speedup (default {DEFAULT_TARGET_CI}: +-{DEFAULT_TARGET_CI * 100:g}%%)")
+    m.add_argument("--threads", type=int, metavar="N",
+                   help="threads of torch's intra-op pool and of XLA's CPU client, the same for every "
+                        "runner (default: one per CPU the worker may use)")
+    m.add_argument("--cpu-affinity", metavar="CPUS",
+                   help="pin each worker to these CPUs, as taskset -c takes them (e.g. 0-3,6)")
+    m.add_argument("--warmup", type=int, default=3, help="warm-up calls; the first is timed alone")
+    m.add_argument("--device", "--devices", "-d", type=_device, default="cpu",
+                   help=f"XLA device (PJRT_DEVICE): {', '.join(sorted(DEVICES))} (default cpu)")
+    m.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
+    m.add_argument("--configs", metavar="YAML", help="per-model settings (default configs/models.yaml)")
+    prec = m.add_mutually_exclusive_group()
+    prec.add_argument("--float32", dest="precision", action="store_const", const="fp32",
+                      help="run in float32 (default)")
+    prec.add_argument("--bfloat16", dest="precision", action="store_const", const="bf16",
+                      help="cast the model and its floating inputs to bfloat16")
+    prec.add_argument("--float16", dest="precision", action="store_const", const="fp16",
+                      help="cast the model and its floating inputs to float16")
+    prec.add_argument("--amp", dest="precision", action="store_const", const="amp",
+                      help="float32 model under autocast (bfloat16) on the device that runs the step")
+    m.add_argument("--amp-dtype", choices=("bfloat16", "float16"),
+                   help="with --amp: the autocast dtype (bfloat16 only here)")
+    m.add_argument("--dynamic-shapes", action="store_true",
+                   help="mark the batch dimension dynamic (torch._dynamo.mark_dynamic)")
+    m.add_argument("--batch-sizes", metavar="N,N,...",
+                   help="cycle these batch sizes across repeats; one row per batch size")
+
+
+def _diagnostics(p: argparse.ArgumentParser) -> None:
+    d = p.add_argument_group("diagnostics")
+    d.add_argument("--export-profiler-trace", metavar="DIR", nargs="?", const=PROFILER_TRACE_FOLDER,
+                   help="after timing, profile one step of each runner into DIR/<model>_<runner>.json "
+                        f"(DIR: default <output-directory>/{PROFILER_TRACE_FOLDER})")
+    d.add_argument("--explain", "--print-graph-breaks", action="store_true",
+                   help="after the run, print per model and backend its graph breaks with reasons, "
+                        "the ops run on the host, recompiles with the guard that failed, and the "
+                        "host's share of a step")
+    d.add_argument("--dump-hlo", metavar="DIR",
+                   help="write the HLO of each graph of the XLA runners into DIR")
+
+
+def _first_calls(p: argparse.ArgumentParser) -> None:
+    f = p.add_argument_group("first calls")
+    f.add_argument("--no-cold-start", dest="cold_start", action="store_false",
+                   help="time each runner's first call in the measuring process instead of a fresh "
+                        "process of its own (faster; another runner's executable may then serve it: "
+                        "compilation_kind in_process)")
+    f.add_argument("--cold-start-latency", dest="cold_start", action="store_true",
+                   help="time each runner's first call in a fresh process (the default here)")
+    f.add_argument("--warm-start", "--warm-start-latency", action="store_true",
+                   help="also time each backend's first call with its executable already cached "
+                        "(warm_start_latency)")
+    f.add_argument("--compile-cache", metavar="DIR",
+                   help="torch_xla's persistent compilation cache in DIR: later runs load unchanged "
+                        "graphs' executables instead of compiling (TPU; not PJRT CPU in torch_xla 2.9)")
+
+
+def _running(p: argparse.ArgumentParser) -> None:
+    r = p.add_argument_group("running")
+    r.add_argument("--timeout", type=float, default=900.0, help="seconds per model (default 900)")
+    r.add_argument("--no-isolate", dest="isolate", action="store_false",
+                   help="run models in this process (for debugging)")
+    r.add_argument("--resume", action="store_true", help="complete an existing output, skipping done rows")
+    r.add_argument("--overwrite", action="store_true", help="replace an existing output")
+
+
+def _output(p: argparse.ArgumentParser) -> None:
+    o = p.add_argument_group("output")
+    o.add_argument("--output", metavar="PATH", help="CSV path; markdown beside it with .md")
+    o.add_argument("--output-directory", default="results", metavar="DIR",
+                   help="folder of the default output (default results/)")
+
+
+def _pytorch_names(p: argparse.ArgumentParser) -> None:
+    """--version, and PyTorch's harness's flags that mean something else here."""
+    p.add_argument("--version", action=_Version, help="print the versions of this harness, torch and "
+                                                      "torch_xla, and exit")
+    for flag, instead in FLAGS_ELSEWHERE.items():
+        p.add_argument(flag, nargs="?", action=_Refused, instead=instead, help=argparse.SUPPRESS)
+
+
+# PyTorch's benchmarks/dynamo flags that mean something else here: what to use instead.
+FLAGS_ELSEWHERE = {
+    "--iterations": "--repeat N (timed repeats, each one step) and --warmup N",
+    "--tolerance": "the per-model `tolerance:` of configs/models.yaml (--configs YAML for your own)",
+}
+PROFILER_TRACE_FOLDER = "profiler_traces"
+
+
+class _Refused(argparse.Action):
+    """A flag of PyTorch's harness with no twin here: one line naming ours."""
+
+    def __init__(self, option_strings, dest, instead, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.instead = instead
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise UsageError(f"{option_string} is PyTorch's harness's flag; here use {self.instead}")
+
+
+class _Version(argparse.Action):
+    """--version, printed as one unwrapped line (argparse's own wraps it)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
+def _device(name: str) -> str:
+    if name.lower() in DEVICES:
+        return name.lower()
+    raise argparse.ArgumentTypeError(
+        f"{name!r}: this harness runs XLA on {' or '.join(sorted(DEVICES))} (torch_xla 2.9 has no "
+        "CUDA device; --device cpu runs the XLA CPU client)")
+
+
+def _version() -> str:
+    """This package's version and the ones it measures with, read from the
+    installed metadata (no torch import: --version answers at once)."""
+    from importlib import metadata
+
+    def version(name):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (f"{PROG} (xla-dynamo-bench) {version('xla-dynamo-bench')}; torch {version('torch')}, "
+            f"torch_xla {version('torch_xla')}, torchvision {version('torchvision')}")

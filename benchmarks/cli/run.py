@@ -1,0 +1,413 @@
+"""The run command: flags -> one validated RunConfig -> the run, its report and files.
+
+``validate(args)`` checks every flag before any model is loaded (a bad value
+is one line and exit 2); ``make_config`` turns the flags into the frozen
+``RunConfig`` the orchestrator and the workers share; ``select_models`` picks
+the models of a selection and shard; ``run_command`` is what ``runner.py``
+runs without a subcommand.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import difflib
+import os
+import sys
+from pathlib import Path
+
+from ..config import RunConfig
+from ..usage import OutputExists, UsageError
+from .flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_REPEAT,
+                    DEFAULT_TARGET_CI, DEVICES, PROFILER_TRACE_FOLDER, PROG)
+from .selection import select_models, use_torchbench_dir
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``runner.py [flags]``: list, plan or run, and report; the exit status."""
+    validate(args)  # before the slow imports: a typo should fail at once
+    settings = _settings(args)
+    if args.list_models:
+        print(_model_listing(select_models(args), settings, args))
+        return 0
+    check_device(args.device)
+    config = _config(args, settings)
+    if args.dry_run:
+        print(_plan(config, settings))
+        return 0
+    from .. import orchestrate, report, results
+
+    if args.overwrite:
+        results.clear_outputs(config.csv_path)
+    os.environ["PJRT_DEVICE"] = DEVICES[config.device]
+    print(f"{PROG}: {len(config.models)} model(s) x {', '.join(config.backends)} "
+          f"vs {config.baseline} baseline ({config.phase}, {config.precision}, {config.dynamic} shapes) "
+          f"-> {config.csv_path}", file=sys.stderr)
+    try:
+        orchestrate.run(config)
+    except KeyboardInterrupt:
+        # The rows kept so far get their report, as a finished run's do.
+        report.finish(config.csv_path)
+        _print_written(config.csv_path)
+        raise
+    print(report.finish(config.csv_path))
+    if args.explain:
+        from .. import explain
+
+        print(explain.render(config.csv_path))
+    if config.compile_cache:
+        warning = report.persistent_cache_warning(results.read_rows(config.csv_path))
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+    _print_written(config.csv_path)
+    return 0
+
+
+def _print_written(csv_path: Path) -> None:
+    from ..results import files_beside, logs_path
+
+    written = [p for p in files_beside(csv_path) if p.exists()]
+    if logs_path(csv_path).is_dir():
+        written.append(logs_path(csv_path))
+    print(f"\nwrote {', '.join(map(str, written))}", file=sys.stderr)
+
+
+def check_device(device: str) -> None:
+    """Refuse a device this machine lacks before any model runs (a worker
+    would only find out after loading torch_xla, model after model)."""
+    if device != "tpu":
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("libtpu") is None:
+        raise UsageError("--device tpu: no TPU runtime here (the libtpu package is not installed; "
+                         "pip install torch_xla[tpu] on a TPU VM)")
+    if not (list(Path("/dev").glob("accel*")) or list(Path("/dev/vfio").glob("[0-9]*"))):
+        raise UsageError("--device tpu: no TPU device on this machine (no /dev/accel* or /dev/vfio/*)")
+
+
+def _plan(config: RunConfig, settings) -> str:
+    """What a run would do: models x backends with their batch sizes, and
+    the files it would write."""
+    from tabulate import tabulate
+
+    from ..results import files_beside, logs_path
+
+    profile = "cpu" if config.device == "cpu" else "accelerator"
+    rows = [(name, _batch_size_label(name, settings, config.suite, profile, config.training,
+                                     config.batch_size, config.batch_sizes),
+             ", ".join(config.backends)) for name in config.models]
+    table = tabulate(rows, headers=("model", "batch size", f"backends vs {config.baseline} baseline"))
+    outputs = "\n".join(f"  {p}" for p in [*files_beside(config.csv_path), logs_path(config.csv_path)])
+    try:
+        _check_run_output(config.csv_path, resume=config.resume, overwrite=False, mode=config.mode)
+    except OutputExists as err:
+        outputs += f"\nbut {err}" if not config.resume else ""
+    return (f"{config.mode} {config.phase}, {config.precision}, {config.dynamic} shapes, on {config.device}: "
+            f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n\n{table}\n\n"
+            f"would write (logs only for failed workers):\n{outputs}")
+
+
+def make_config(args: argparse.Namespace, settings=None) -> RunConfig:
+    """Validate ``args`` and turn them into a RunConfig (or raise UsageError);
+    ``settings``: configs/ as already read (else read here)."""
+    validate(args)
+    return _config(args, settings)
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Every check of the flags alone (files aside): a UsageError for the first that fails."""
+    _check_numbers(args)
+    use_torchbench_dir(args)
+
+
+def _config(args: argparse.Namespace, settings=None) -> RunConfig:
+    """The RunConfig of validated ``args``: the models selected, the output checked."""
+    models = select_models(args)
+    backends = parse_backends(args.backend)
+    mode = "accuracy" if args.accuracy else "performance"
+    output = Path(args.output) if args.output else Path(args.output_directory, default_output_name(args))
+    try:
+        _check_run_output(output, resume=args.resume, overwrite=args.overwrite, mode=mode)  # removes nothing yet
+    except OutputExists:
+        if not args.dry_run:  # the plan says it instead
+            raise
+    if args.export_profiler_trace == PROFILER_TRACE_FOLDER:  # the flag with no folder
+        args.export_profiler_trace = str(Path(args.output_directory, PROFILER_TRACE_FOLDER))
+    folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
+               (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"),
+                ("--compile-cache", "compile_cache"))}
+    adaptive = args.max_time is not None
+    return RunConfig(
+        mode=mode, training=args.training, backends=backends,
+        use_xla_baseline=args.use_xla_baseline, randomize_input=args.randomize_input,
+        models=tuple(models), suite=args.suite, batch_size=args.batch_size,
+        repeat=args.repeat or (ADAPTIVE_MAX_REPEAT if adaptive else DEFAULT_REPEAT),
+        warmup=args.warmup, device=args.device, seed=args.seed,
+        output=str(output), configs=args.configs, configs_text=_settings(args, settings).text,
+        timeout=args.timeout,
+        isolate=args.isolate, resume=args.resume,
+        precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
+        batch_sizes=parse_batch_sizes(args.batch_sizes),
+        profiler_trace_dir=folders["--export-profiler-trace"], hlo_dir=folders["--dump-hlo"],
+        cold_start=args.cold_start, warm_start=args.warm_start,
+        compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None,
+        max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
+        target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
+        cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
+    )
+
+
+def default_output_name(args) -> str:
+    """The CSV a run writes without --output: one name per kind of experiment
+    (mode, phase, device, then whatever differs from the defaults: suite,
+    baseline, dtype, dynamic shapes), so that runs of different kinds, such
+    as ``make bench``'s and a one-model check, never meet in one file."""
+    phase = "training" if args.training else "inference"
+    if args.compile_step:
+        phase = "training_step"
+    parts = ["accuracy" if args.accuracy else "performance", phase, args.device]
+    if args.suite != "builtin":
+        parts.append(args.suite)
+    if args.use_xla_baseline:
+        parts.append("xla_baseline")
+    if args.precision not in (None, "fp32"):
+        parts.append(args.precision)
+    if args.dynamic_shapes:
+        parts.append("dynamic")
+    return "_".join(parts) + ".csv"
+
+
+def _settings(args, settings=None):
+    if settings is not None:
+        return settings
+    from .. import settings as settings_mod
+
+    try:
+        return settings_mod.load_settings(Path(args.configs) if args.configs else None)
+    except settings_mod.ConfigError as err:
+        raise UsageError(str(err)) from None
+
+
+def parse_batch_sizes(text: str | None) -> tuple[int, ...]:
+    """``"1,2,4"`` -> ``(1, 2, 4)``: distinct positive ints, in the given order."""
+    if text is None:
+        return ()
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"--batch-sizes takes positive integers separated by commas, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise UsageError(f"--batch-sizes must all be at least 1, got {text!r}")
+    if len(set(sizes)) != len(sizes):
+        raise UsageError(f"--batch-sizes lists a batch size twice: {text!r}")
+    return sizes
+
+
+def _output_folder(path: str | None, flag: str) -> str | None:
+    """Create the folder a diagnostics flag writes into, or say why not."""
+    if path is None:
+        return None
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{flag}: cannot create folder {folder}: {err.strerror or err}") from None
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{flag}: folder {folder} is not writable")
+    return str(folder)
+
+
+def _check_numbers(args) -> None:
+    if args.batch_size is not None and args.batch_size < 1:
+        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.repeat is not None and args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    _check_adaptive(args)
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {args.threads}")
+    parse_cpus(args.cpu_affinity)
+    if args.compile_step and not args.training:
+        raise UsageError("--compile-step compiles a training step; add --training")
+    if args.warmup < 1:
+        raise UsageError(f"--warmup must be at least 1 (the first call is timed), got {args.warmup}")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+    if args.total_partitions < 1:
+        raise UsageError(f"--total-partitions must be at least 1, got {args.total_partitions}")
+    if args.partition_id is not None:
+        if args.total_partitions == 1 and args.partition_id != 0:
+            raise UsageError("--partition-id needs --total-partitions N (the number of shards)")
+        if not 0 <= args.partition_id < args.total_partitions:
+            raise UsageError(f"--partition-id must be in [0, {args.total_partitions - 1}], "
+                             f"got {args.partition_id}")
+    if args.amp_dtype is not None and args.precision != "amp":
+        raise UsageError("--amp-dtype applies to --amp; add --amp (or --bfloat16/--float16 to cast the model)")
+    if args.amp_dtype == "float16":
+        raise UsageError("--amp-dtype float16: --amp autocasts to bfloat16 only here "
+                         "(--float16 casts the model and its inputs instead)")
+    if args.resume and args.overwrite:
+        raise UsageError("--resume and --overwrite contradict each other; pick one")
+    if args.batch_sizes is not None:
+        if args.batch_size is not None:
+            raise UsageError("--batch-size and --batch-sizes contradict each other; pick one")
+        parse_batch_sizes(args.batch_sizes)
+
+
+def _check_adaptive(args) -> None:
+    if args.max_time is None:
+        for flag, value in (("--min-repeat", args.min_repeat), ("--target-ci", args.target_ci)):
+            if value is not None:
+                raise UsageError(f"{flag} applies to adaptive repeats; add --max-time S")
+        return
+    if not args.max_time > 0:
+        raise UsageError(f"--max-time must be positive, got {args.max_time:g}")
+    if args.min_repeat is not None and args.min_repeat < 2:
+        raise UsageError(f"--min-repeat must be at least 2 (an interval needs two samples), "
+                         f"got {args.min_repeat}")
+    if args.target_ci is not None and not 0 < args.target_ci < 1:
+        raise UsageError(f"--target-ci must be between 0 and 1 (0.03: +-3%), got {args.target_ci:g}")
+    least = args.min_repeat or DEFAULT_MIN_REPEAT
+    if args.repeat is not None and args.repeat < least:
+        raise UsageError(f"--repeat {args.repeat} is below --min-repeat {least}")
+
+
+def parse_cpus(text: str | None) -> tuple[int, ...]:
+    """``"0-2,5"`` -> ``(0, 1, 2, 5)``: CPUs this process may run on."""
+    if text is None:
+        return ()
+    allowed = set(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1))
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.strip().partition("-")
+            first, last = int(low), int(high or low)
+            if first < 0 or last < first:
+                raise ValueError
+            if last > max(allowed):  # named before the range is built: it may be huge
+                raise UsageError(f"--cpu-affinity: CPU {last} not available here (allowed: {_ranges(allowed)})")
+            cpus.update(range(first, last + 1))
+    except ValueError:
+        raise UsageError(f"--cpu-affinity takes CPU numbers and ranges such as 0-3,6, got {text!r}") from None
+    outside = cpus - allowed
+    if outside:
+        raise UsageError(f"--cpu-affinity: CPU(s) {_ranges(outside)} not available here "
+                         f"(allowed: {_ranges(allowed)})")
+    return tuple(sorted(cpus))
+
+
+def _ranges(cpus) -> str:
+    """``{0, 1, 2, 5}`` -> ``"0-2,5"``."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+# Besides ours (xla_backends.BACKENDS), the backends a user of this harness
+# picks: torch_xla's, and torch's own for reference. Any other registered
+# dynamo backend is accepted too.
+OTHER_SUGGESTED_BACKENDS = {
+    "torch_xla's": ("openxla_eval", "openxla"),
+    "torch's": ("inductor", "eager", "aot_eager"),
+}
+
+
+def suggested_backends() -> dict[str, tuple[str, ...]]:
+    import xla_backends
+
+    return {"ours": tuple(xla_backends.BACKENDS), **OTHER_SUGGESTED_BACKENDS}
+
+
+def parse_backends(values: list[str] | None) -> tuple[str, ...]:
+    names = [n.strip() for v in (values or [",".join(DEFAULT_BACKENDS)]) for n in v.split(",")]
+    names = list(dict.fromkeys(n for n in names if n))
+    if not names:
+        raise UsageError("--backend needs at least one name")
+    available = available_backends()
+    for name in names:
+        if name not in available:
+            candidates = [b for b in available if not b.endswith("_TESTING_ONLY")]
+            close = difflib.get_close_matches(name, candidates, n=3)
+            hint = f"did you mean: {', '.join(close)}? " if close else ""
+            picks = "; ".join(f"{who}: {', '.join(names)}" for who, names in suggested_backends().items())
+            raise UsageError(f"unknown backend {name!r}; {hint}backends to pick: {picks} "
+                             "(any registered dynamo backend works)")
+    return tuple(names)
+
+
+def available_backends() -> list[str]:
+    """Every registered dynamo backend, experimental ones (openxla_eval) included."""
+    import torch._dynamo
+
+    import xla_backends  # noqa: F401 - registers our backend names
+
+    return sorted(set(torch._dynamo.list_backends(exclude_tags=())))
+
+
+def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: str = "performance") -> None:
+    """Refuse an output that cannot be written, or one that would be lost
+    (``OutputExists``, which a dry run reports instead), or a --resume of
+    a file this run cannot complete."""
+    from ..results import check_output as check
+
+    check(csv_path, overwrite=overwrite, resume=resume)
+    if resume and csv_path.exists() and csv_path.stat().st_size > 0:
+        _check_resumable(csv_path, mode)
+
+
+def _check_resumable(csv_path: Path, mode: str) -> None:
+    """--resume appends rows: the file must have exactly the columns we write,
+    and rows that measured what this run measures (``mode``)."""
+    from .. import results
+
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise UsageError(f"cannot --resume {csv_path}: {err}") from None
+    if header != results.CSV_COLUMNS:
+        raise UsageError(f"cannot --resume {csv_path}: its columns differ from the ones this harness "
+                         "writes (an older version's file?); pass a new --output, or --overwrite")
+    try:
+        rows = results.read_cells(csv_path)
+        results.read_rows(csv_path)  # as resuming reads it: typed
+    except ValueError as err:  # a cell that is no number, a row of the wrong length
+        raise UsageError(f"cannot --resume {csv_path}: {str(err).strip().splitlines()[0]}") from None
+    other = _measured_otherwise(rows, mode)
+    if other:
+        raise UsageError(f"cannot --resume {csv_path} in {mode} mode: it holds {other} rows "
+                         f"(--{other}); pass another --output, or run with --{other}")
+
+
+def _measured_otherwise(rows, mode: str) -> str | None:
+    """What rows of a file measured, if not ``mode``: accuracy if one holds a
+    verdict, performance if one holds a speedup (a failed row holds
+    neither and can belong to either)."""
+    from ..results import measures
+
+    if mode != "accuracy":
+        return "accuracy" if any(measures(r) == "accuracy" for r in rows) else None
+    return "performance" if any(r.get("speedup", "").strip() for r in rows) else None
+
+
+def _batch_size_label(name: str, settings, suite: str, profile: str, training: bool,
+                      override: int | None = None, cycle: tuple[int, ...] = ()) -> str:
+    if cycle:
+        return ",".join(map(str, cycle))
+    if override is not None:
+        return str(override)
+    if suite == "torchbench" and not settings.lists(name):
+        return "TorchBench's default"
+    return str(settings.for_model(name).batch_size(profile, training))
+
+
+def _model_listing(names, settings, args) -> str:
+    from tabulate import tabulate
+
+    profile = "cpu" if args.device == "cpu" else "accelerator"
+    rows = [(n, _batch_size_label(n, settings, args.suite, profile, False),
+             _batch_size_label(n, settings, args.suite, profile, True)) for n in names]
+    return tabulate(rows, headers=("model", f"batch size ({profile})", "training batch size"))
