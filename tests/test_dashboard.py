@@ -8,6 +8,7 @@ the page opens with 365 nights x 40 models x 4 backends.
 """
 import json
 import math
+import re
 import time
 from pathlib import Path
 
@@ -262,15 +263,21 @@ def test_nights_without_rows_still_make_a_page(tmp_path):
     ("missing", "no such folder"),
     ("empty", "no nights found"),
     ("site_is_file", "is not a folder"),
+    ("compare_nights", "--compare-nights: must be a whole number >= 2, got '1'"),
+    ("baseline", "--baseline 2024-12-31: no such night"),
+    ("repo_url", "--repo-url must be an http(s) URL"),
 ])
 def test_cli_errors_are_one_line_exit_2(tmp_path, capsys, case, message):
     root, site = tmp_path / "nightly", tmp_path / "site"
+    flags = {"compare_nights": ["--compare-nights", "1"], "baseline": ["--baseline", "2024-12-31"],
+             "repo_url": ["--repo-url", "javascript:alert(1)"]}.get(case, [])
     if case != "missing":
         root.mkdir()
-    if case == "site_is_file":
+    if case not in ("missing", "empty"):
         write_history(root, 1, MODELS[:1], BACKENDS[:1])
+    if case == "site_is_file":
         site.write_text("a file")
-    assert dashboard.main([str(root), "-o", str(site)]) == 2
+    assert dashboard.main([str(root), "-o", str(site), *flags]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
 
@@ -307,6 +314,7 @@ def open_page(browser, index, fragment=""):
     navigation to its first chart drawn), the console errors and page
     exceptions seen, and the seconds until the page was ready."""
     page = browser.new_page(viewport={"width": 1280, "height": 2400})
+    page.set_default_timeout(120_000)  # a loaded two-core machine
     errors, requests = [], []
     page.on("request", lambda request: requests.append(request.url))
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
@@ -493,6 +501,137 @@ def test_the_failures_panel_names_only_backends_that_ran_the_model(steady_page):
     assert failure["x"] == ["2025-01-03", "2025-01-04"]
     speedup = {t["name"]: t for t in _traces(page, "model-speedup") if t["legend"]}
     assert speedup["openxla_eval"]["y"][2:4] == [None, None]
+
+
+def write_samples(folder, rows, seed, slower=(), repeats=10):
+    """Raw samples beside a night's CSV, paired by repeat as the harness
+    records them: backend_i = baseline_i / speedup, with 1% noise; the
+    (name, backend) pairs in ``slower`` 25% slower relative to the baseline."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for row in rows[rows["status"] == "pass"].to_dict("records"):
+        base = row["baseline_latency"] / 1e3 * rng.lognormal(0, 0.01, repeats)
+        factor = 1.25 if (row["name"], row["backend"]) in slower else 1.0
+        backend = base / row["speedup"] * factor * rng.lognormal(0, 0.01, repeats)
+        key = {k: v for k, v in results.key_fields(row).items() if k not in ("name", "backend")}
+        records += [results.sample_record(row["name"], row["backend"], "baseline", base, **key),
+                    results.sample_record(row["name"], row["backend"], "backend", backend, **key)]
+    results.append_samples(folder / "performance.jsonl", records)
+
+
+PAIR_SLOWER = {("resnet18", "torchxla_trace_once")}
+
+
+@pytest.fixture(scope="module")
+def pair_site(browser, tmp_path_factory):
+    """5 nights with raw samples: on night 3, resnet18 on
+    torchxla_trace_once is 25% slower against its baseline and mnasnet1_0
+    fails on openxla_eval; night 3's gate ran and failed (its compare.json
+    is compare's own)."""
+    from benchmarks import cli
+
+    root = tmp_path_factory.mktemp("pairs")
+    frames = history_frames(5, MODELS, BACKENDS, seed=7, noise=0.005, failures=[(3, "mnasnet1_0", "openxla_eval")])
+    for night, (date, df) in enumerate(frames):
+        (root / date).mkdir()
+        df.to_csv(root / date / "performance.csv", index=False)
+        write_samples(root / date, df, seed=night, slower=PAIR_SLOWER if night == 3 else ())
+    gate = root / frames[3][0] / "compare.json"
+    assert cli.compare_main([str(root / frames[2][0] / "performance.csv"), str(root / frames[3][0] / "performance.csv"),
+                             "--json", str(gate)]) == 1
+    index = dashboard.build(root, root.parent / "pairs-site", repo_url="https://example.org/team/bench",
+                            compare_nights=3)
+    return root, index, [date for date, _ in frames]
+
+
+def _pair_rows(page):
+    return page.evaluate("""() => Array.from(document.querySelectorAll('#pair-table tbody tr')).map(
+        tr => [tr.dataset.name, tr.dataset.backend, tr.dataset.mark, tr.className])""")
+
+
+def test_two_nights_verdicts_are_those_of_runner_compare(browser, pair_site, tmp_path):
+    from benchmarks import cli
+
+    root, index, dates = pair_site
+    data = json.loads(re.search(r'id="dashboard-data">(.*?)</script>', index.read_text()).group(1))
+    # Every two of the last 3 nights, and the failed gate's two.
+    assert sorted(data["pairs"]) == ["2,3", "2,4", "3,4"]
+    marks = {}
+    for key in data["pairs"]:
+        old, new = (int(i) for i in key.split(","))
+        page, errors, _ = open_page(browser, index, f"#compare={key}")
+        page.wait_for_function(f"document.body.dataset.pairShown === '{key}'")
+        shown = _pair_rows(page)
+        out = tmp_path / f"{old}-{new}.json"
+        cli.compare_main([str(root / dates[old] / "performance.csv"), str(root / dates[new] / "performance.csv"),
+                          "--json", str(out)])
+        expected = json.loads(out.read_text())
+        assert [r[:3] for r in shown] == [[r["name"], r["backend"], r["mark"]] for r in expected["rows"]]
+        marks[key] = {r[2] for r in shown}
+        assert page.locator("#pair-table .verdict strong").text_content() == expected["verdict"]
+        assert errors == []
+        page.close()
+    # The fixture has verdicts of every kind the gate cares about.
+    assert marks["2,3"] == {"slower", "new failure", "no change"} and marks["3,4"] >= {"fixed", "faster"}
+
+
+def test_two_nights_are_coloured_by_verdict(browser, pair_site):
+    _, index, _ = pair_site
+    page, _, _ = open_page(browser, index, "#compare=2,3")
+    page.wait_for_function("document.body.dataset.pairShown === '2,3'")
+    marks = {(r[0], r[1]): r for r in _pair_rows(page)}
+    assert "mark-slower" in marks[("resnet18", "torchxla_trace_once")][3]
+    assert marks[("mnasnet1_0", "openxla_eval")][2] == "new failure"
+    colour = page.evaluate("""() => getComputedStyle(document.querySelector(
+        '#pair-table tr.mark-slower td')).backgroundColor""")
+    assert colour == "rgb(253, 236, 234)"
+    links = page.locator("#pair-table .pair-nights a.commit").evaluate_all("as => as.map(a => a.href)")
+    assert links == [f"https://example.org/team/bench/commit/{COMMITS[2]}",
+                     f"https://example.org/team/bench/commit/{COMMITS[3]}"]
+    page.close()
+
+
+def test_a_failed_gate_lists_what_failed_it_linked_to_both_nights(browser, pair_site):
+    _, index, dates = pair_site
+    page, errors, _ = open_page(browser, index)
+    panel = page.locator('#gate-failures .gate-failure[data-night="3"]')
+    assert dates[3] in panel.locator("h3").text_content() and "FAIL" in panel.locator("h3").text_content()
+    rows = panel.locator("tbody tr").all_inner_texts()
+    assert [r.split("\t")[:3] for r in rows] == [["mnasnet1_0", "openxla_eval", "new failure"],
+                                                 ["resnet18", "torchxla_trace_once", "slower"]]
+    assert "+2" in rows[1].split("\t")[4]  # the paired ratio's change, about +25%
+    panel.locator("a", has_text="resnet18").click()
+    page.wait_for_function("document.body.dataset.pairShown === '2,3'")
+    chosen = page.locator("#pair-table tr.chosen").evaluate_all("trs => trs.map(t => t.dataset.backend)")
+    assert chosen == ["openxla_eval", "torchxla_trace_once"]
+    assert "compare=2,3&row=resnet18" in page.evaluate("location.hash")
+    assert errors == []
+    page.close()
+
+
+def test_latest_night_table_equals_numbers_from_the_csvs(browser, pair_site):
+    """The summary row of each line, recomputed here from the two nights'
+    CSVs with pandas and scipy."""
+    root, index, dates = pair_site
+    latest = results.read_rows(root / dates[-1] / "performance.csv")
+    before = results.read_rows(root / dates[-2] / "performance.csv")
+    page, _, _ = open_page(browser, index)
+    assert f"night {dates[-1]}" in page.locator("table.summary caption").text_content()
+    assert f"change from {dates[-2]}" in page.locator("table.summary caption").text_content()
+    for backend in BACKENDS:
+        now = latest[(latest["backend"] == backend) & (latest["status"] == "pass")]
+        then = before[(before["backend"] == backend) & (before["status"] == "pass")]
+        both = now.merge(then, on="name", suffixes=("", "_before"))
+        cells = page.locator(f'table.summary tr[data-line="{backend}"] td').all_inner_texts()
+        assert cells[1].split()[0] == f"{len(now)}/{(latest['backend'] == backend).sum()}"
+        geomean = sps.gmean(now["speedup"])
+        change = sps.gmean(both["speedup"] / both["speedup_before"]) - 1
+        assert cells[2] == f"{geomean:.3f}x {change:+.1%}"
+        compile_change = both["compilation_latency"].mean() / both["compilation_latency_before"].mean() - 1
+        assert cells[3] == f"{now['compilation_latency'].mean():.2f} s {compile_change:+.1%}"
+        memory_change = sps.gmean(both["host_compression_ratio"] / both["host_compression_ratio_before"]) - 1
+        assert cells[4] == f"{sps.gmean(now['host_compression_ratio']):.3f}x {memory_change:+.1%}"
+    page.close()
 
 
 def _assert_not_blank(png_path):

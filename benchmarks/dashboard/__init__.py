@@ -37,7 +37,7 @@ import pandas as pd
 
 from benchmarks.usage import Parser, UsageError, guarded
 
-from . import aggregate, history, site
+from . import aggregate, history, pairs, site
 from .aggregate import Z95, geomean_band
 from .history import Night, combine, find_nights, load_history
 from .site import page_data
@@ -47,6 +47,7 @@ __all__ = ["Night", "Z95", "build", "combine", "find_nights", "geomean_band", "l
 
 PROG = history.PROG
 TITLE = "Nightly benchmark history"
+COMPARE_NIGHTS = 7  # every two of the last week's nights can be put side by side
 
 
 def default_repo_url() -> str | None:
@@ -57,28 +58,43 @@ def default_repo_url() -> str | None:
 
 
 def write_site(target: Path, nights: Sequence[Night], rows: pd.DataFrame, title: str = TITLE,
-               repo_url: str | None = None) -> Path:
+               repo_url: str | None = None, compare_nights: int = COMPARE_NIGHTS,
+               baseline: str | None = None) -> Path:
     """Write the site into ``target`` from ``rows`` (:func:`combine`'s frame
-    over ``nights``); returns the page's path."""
-    data = page_data(nights, rows, repo_url)
+    over ``nights``); returns the page's path.  Every two of the last
+    ``compare_nights`` nights (and each failed gate's two) are compared;
+    the latest night's change is from ``baseline`` (a date; default: the
+    night before it)."""
+    dates = [n.date for n in nights]
+    if baseline is not None and baseline not in dates:
+        raise UsageError(f"--baseline {baseline}: no such night")
+    compared = pairs.comparisons(nights, pairs.pairs_to_compare(nights, compare_nights))
+    data = page_data(nights, rows, repo_url, dates.index(baseline) if baseline else None, list(compared))
     try:
         target.mkdir(parents=True, exist_ok=True)
         links = site.copy_linked(nights, target)
-        site.write(target, site.site_files(data, nights, rows, links, title))
+        site.write(target, site.site_files(data, nights, rows, links, title, compared))
     except OSError as err:
         raise UsageError(f"cannot write the site: {err.filename or target}: {err.strerror or err}") from None
     return target / "index.html"
 
 
-def build(root: str | Path, target: str | Path, title: str = TITLE, repo_url: str | None = None) -> Path:
-    """Write the site into ``target`` from the nights under ``root``;
-    returns the page's path.  Raises ``UsageError`` on bad input or an
-    unwritable site."""
+def build(root: str | Path, target: str | Path, title: str = TITLE, repo_url: str | None = None,
+          compare_nights: int = COMPARE_NIGHTS, baseline: str | None = None) -> Path:
+    """Write the site into ``target`` from the nights under ``root`` (see
+    :func:`write_site`); returns the page's path.  Raises ``UsageError`` on
+    bad input or an unwritable site."""
     root, target = Path(root), Path(target)
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} exists and is not a folder")
     nights = find_nights(root)
-    return write_site(target, nights, load_history(nights), title, repo_url)
+    return write_site(target, nights, load_history(nights), title, repo_url, compare_nights, baseline)
+
+
+def _at_least_two(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 2:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 2, got {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("root", metavar="ROOT", help="folder of the dated nights, e.g. results/nightly")
     p.add_argument("-o", "--output", metavar="SITE", required=True, help="folder to write index.html into")
     p.add_argument("--title", default=TITLE, help="page title")
+    p.add_argument("--compare-nights", metavar="K", type=_at_least_two, default=COMPARE_NIGHTS,
+                   help="compare every two of the last K nights for the page's side-by-side table "
+                        f"(default {COMPARE_NIGHTS}; each failed gate's two nights are compared too)")
+    p.add_argument("--baseline", metavar="DATE", help="the night the latest night's change is from "
+                                                      "(default: the night before it)")
     p.add_argument("--repo-url", metavar="URL", default=default_repo_url(),
                    help="the repository commits link to, e.g. https://github.com/OWNER/NAME "
                         "(default: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY when set)")
@@ -99,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.repo_url and not args.repo_url.startswith(("https://", "http://")):
             raise UsageError(f"--repo-url must be an http(s) URL, got {args.repo_url!r}")
-        index = build(args.root, args.output, args.title, args.repo_url and args.repo_url.rstrip("/"))
+        index = build(args.root, args.output, args.title, args.repo_url and args.repo_url.rstrip("/"),
+                      args.compare_nights, args.baseline)
         print(f"wrote {index}", file=sys.stderr)
         return 0
 

@@ -36,6 +36,15 @@ def reference_night(night: Night, dates: Sequence[str]) -> int | None:
     return dates.index(found.group(1)) if found and found.group(1) in dates else None
 
 
+def gate_pair(nights: Sequence[Night], index: int) -> tuple[int, int] | None:
+    """The two nights a failed gate is shown with: its reference night when
+    its compare.json names one, else the night before."""
+    if not index:
+        return None
+    ref = reference_night(nights[index], [n.date for n in nights])
+    return (ref if ref is not None and ref < index else index - 1, index)
+
+
 def _ratio(value) -> str:
     return f"{value:.3f}" if isinstance(value, (int, float)) else "-"
 
@@ -66,9 +75,10 @@ def gate_failures_html(nights: Sequence[Night], data: dict) -> str:
         rows = [r for r in night.gate.get("rows") or () if isinstance(r, dict) and r.get("mark") in failing]
         ref = reference_night(night, dates)
         against = html.escape(dates[ref]) if ref is not None else html.escape(str(night.gate.get("old") or "?"))
+        shown = gate_pair(nights, index)
         body = []
         for r in rows:
-            pair = f"{ref},{index}" if ref is not None else ""
+            pair = f"{shown[0]},{shown[1]}" if shown else ""
             model = html.escape(str(r.get("name")))
             link = (f'<a href="#compare={pair}&amp;row={model}">{model}</a>' if pair else model)
             body.append("<tr class=\"mark-{}\">".format(html.escape(str(r.get("mark")).replace(" ", "-")))
@@ -85,9 +95,19 @@ def gate_failures_html(nights: Sequence[Night], data: dict) -> str:
     return "".join(parts)
 
 
+def pairs_to_compare(nights: Sequence[Night], recent: int) -> list[tuple[int, int]]:
+    """Every (old, new) pair among the last ``recent`` nights, and each
+    failed gate's pair (its reference night, or the night before, and it)."""
+    last = range(max(0, len(nights) - recent), len(nights))
+    wanted = {(a, b) for a in last for b in last if a < b}
+    wanted.update(gate_pair(nights, i) for i, night in enumerate(nights) if night.gate_failed and i)
+    return sorted(wanted)
+
+
 def comparisons(nights: Sequence[Night], pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], compare.Comparison]:
     """``compare.compare`` of each (old, new) pair of night indices whose
-    results are on disk, with compare's default policy."""
+    results are on disk, with compare's default policy: what ``runner.py
+    compare OLD NEW`` decides."""
     found = {}
     for old, new in pairs:
         a, b = nights[old].folder / RESULT, nights[new].folder / RESULT
@@ -98,3 +118,20 @@ def comparisons(nights: Sequence[Night], pairs: Sequence[tuple[int, int]]) -> di
         except (OSError, ValueError) as err:
             warn(f"cannot compare {nights[old].date} with {nights[new].date}: {err}")
     return found
+
+
+def pair_file(old: int, new: int) -> str:
+    return f"data/pairs/n{old}-n{new}.js"
+
+
+def pair_data(comparison: compare.Comparison) -> dict:
+    """What the page's two-night table shows of one comparison."""
+    gating = comparison.gating_marks
+    rows = [{"name": r.name, "backend": r.backend, "mark": r.mark, "gating": r.mark in gating,
+             "oldStatus": r.old_status, "newStatus": r.new_status,
+             "oldSpeedup": r.old_speedup, "newSpeedup": r.new_speedup,
+             "oldRatio": r.old_ratio, "newRatio": r.new_ratio, "change": r.change, "p": r.p_value,
+             "changeLow": getattr(r, "change_low", None), "changeHigh": getattr(r, "change_high", None),
+             "note": r.note} for r in comparison.rows]
+    return {"old": comparison.old_label, "new": comparison.new_label, "verdict": compare.verdict(comparison),
+            "summary": compare.summary(comparison), "rule": compare.rule(comparison), "rows": rows}

@@ -56,10 +56,11 @@ def script_json(data) -> str:
 
 
 def page_data(nights: Sequence[Night], history: pd.DataFrame, repo_url: str | None = None,
-              baseline_night: int | None = None) -> dict:
-    """The page's blob: the nights, their gates, commits and CI runs, and per
-    group its lines, models and trends (``aggregate.line_trend``) and the
-    latest night's summary (``aggregate.latest_summary``)."""
+              baseline_night: int | None = None, compared: Sequence[tuple[int, int]] = ()) -> dict:
+    """The page's blob: the nights, their gates, commits and CI runs, the
+    pairs of nights ``compared`` (and their files), and per group its lines,
+    models and trends (``aggregate.line_trend``) and the latest night's
+    summary (``aggregate.latest_summary``)."""
     count = len(nights)
     lines = sorted(history["series"].unique())
     commits, per_night = aggregate.night_commits(history, count)
@@ -88,6 +89,7 @@ def page_data(nights: Sequence[Night], history: pd.DataFrame, repo_url: str | No
         "ranges": aggregate.ranges(count),
         "markerLimit": MARKER_LIMIT,
         "groups": groups,
+        "pairs": {f"{a},{b}": pairs.pair_file(a, b) for a, b in compared},
     }
 
 
@@ -229,11 +231,19 @@ def write(site: Path, files: dict[str, str]) -> None:
         tmp.replace(path)  # a reader never sees half a page
 
 
-def site_files(data: dict, nights: Sequence[Night], history: pd.DataFrame,
-               links: dict[str, dict[str, str]], title: str) -> dict[str, str]:
+def pair_scripts(compared: dict[tuple[int, int], "pairs.compare.Comparison"]) -> dict[str, str]:
+    """Per pair of nights compared: the script that hands the page its table."""
+    return {pairs.pair_file(a, b): f"dashboardLoaded({script_json(pairs.pair_file(a, b))},"
+                                   f"{script_json(results.plain(pairs.pair_data(c)))});\n"
+            for (a, b), c in compared.items()}
+
+
+def site_files(data: dict, nights: Sequence[Night], history: pd.DataFrame, links: dict[str, dict[str, str]],
+               title: str, compared: dict | None = None) -> dict[str, str]:
     """Everything the site holds but the copied reports: assets, data, page
     (last, so a page never names data not yet written)."""
     files = {f"assets/{name}": asset(name) for name in ASSETS}
     files.update(model_scripts(data, history))
+    files.update(pair_scripts(compared or {}))
     files["index.html"] = render_page(data, nights, links, title, pairs.gate_failures_html(nights, data))
     return files

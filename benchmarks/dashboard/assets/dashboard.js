@@ -266,6 +266,66 @@
     }).then(function () { document.body.dataset.shown = model; });
   }
 
+  // ------------------------------------------------------------------ two nights
+  var pairOld = document.getElementById("pair-old"), pairNew = document.getElementById("pair-new");
+  function pairKeys() { return Object.keys(data.pairs).map(function (k) { return k.split(",").map(Number); }); }
+  function fillNights(select, indices, chosen) {
+    select.innerHTML = indices.map(function (i) {
+      return "<option value=\"" + i + "\">" + esc(data.nights[i]) + "</option>";
+    }).join("");
+    if (chosen !== null && indices.indexOf(chosen) >= 0) { select.value = String(chosen); }
+  }
+  function showPairOptions() {
+    var keys = pairKeys(), chosen = state.pair ? state.pair.split(",").map(Number) : [null, null];
+    var olds = keys.map(function (k) { return k[0]; }).filter(function (v, i, a) { return a.indexOf(v) === i; });
+    fillNights(pairOld, olds.sort(function (a, b) { return a - b; }), chosen[0]);
+    var old = Number(pairOld.value);
+    var news = keys.filter(function (k) { return k[0] === old; }).map(function (k) { return k[1]; });
+    fillNights(pairNew, news.sort(function (a, b) { return a - b; }), chosen[1]);
+  }
+  function number(value, digits) { return value === null || value === undefined ? "-" : value.toFixed(digits); }
+  function percent(value) { return value === null || value === undefined ? "-" : (value >= 0 ? "+" : "") + (100 * value).toFixed(1) + "%"; }
+  function pairTable(pair, key) {
+    var nights = key.split(",").map(Number);
+    var head = ["model", "backend", "mark", "speedup " + data.nights[nights[0]], "speedup " + data.nights[nights[1]],
+                "new / old", "backend/baseline old → new", "change", "p", "note"];
+    var rows = pair.rows.map(function (r) {
+      var ratio = r.oldSpeedup && r.newSpeedup ? r.newSpeedup / r.oldSpeedup : null;
+      var interval = r.changeLow !== null && r.changeLow !== undefined ?
+        " [" + percent(r.changeLow) + ", " + percent(r.changeHigh) + "]" : "";
+      var p = r.p === null ? "-" : (r.p < 0.001 ? "<0.001" : r.p.toFixed(3));
+      var cells = ["<a href=\"#model=" + encodeURIComponent(r.name) + "\">" + esc(r.name) + "</a>", esc(r.backend),
+                   esc(r.mark), r.oldStatus === "pass" ? number(r.oldSpeedup, 3) : esc(r.oldStatus || "-"),
+                   r.newStatus === "pass" ? number(r.newSpeedup, 3) : esc(r.newStatus || "-"), number(ratio, 3),
+                   number(r.oldRatio, 3) + " → " + number(r.newRatio, 3), percent(r.change) + interval, p, esc(r.note)];
+      var css = "mark-" + r.mark.replace(/ /g, "-") + (r.name === state.row ? " chosen" : "");
+      return "<tr class=\"" + css + "\" data-name=\"" + esc(r.name) + "\" data-backend=\"" + esc(r.backend) +
+             "\" data-mark=\"" + esc(r.mark) + "\"><td>" + cells.join("</td><td>") + "</td></tr>";
+    });
+    return "<p class=\"verdict\"><strong>" + esc(pair.verdict) + "</strong>: " + esc(pair.summary) + "</p>" +
+      "<p class=\"pair-nights\">old: " + esc(data.nights[nights[0]]) + " (" + commitLinks(nights[0]) + "), new: " +
+      esc(data.nights[nights[1]]) + " (" + commitLinks(nights[1]) + ")</p>" +
+      "<table><thead><tr><th>" + head.map(esc).join("</th><th>") + "</th></tr></thead><tbody>" + rows.join("") +
+      "</tbody></table><p class=\"help\">" + esc(pair.rule) + "</p>";
+  }
+  function showPair() {
+    var target = document.getElementById("pair-table");
+    var key = pairOld.value + "," + pairNew.value;
+    if (!data.pairs[key]) {
+      target.innerHTML = "<p>No two nights were compared when the page was built.</p>";
+      return Promise.resolve();
+    }
+    state.pair = key;
+    return load(data.pairs[key]).then(function (pair) {
+      target.innerHTML = pairTable(pair, key);
+      var chosen = target.querySelector("tr.chosen");
+      if (chosen && state.scrollToRow) { chosen.scrollIntoView(); state.scrollToRow = false; }
+      document.body.dataset.pairShown = key;
+    });
+  }
+  pairOld.addEventListener("change", function () { state.pair = null; showPairOptions(); showPair().then(writeHash); });
+  pairNew.addEventListener("change", function () { showPair().then(writeHash); });
+
   // ------------------------------------------------------------------ filters and state
   function fill(select, values, chosen) {
     select.innerHTML = values.map(function (v) {
@@ -285,6 +345,7 @@
     fill(document.getElementById("f-range"), data.ranges.map(function (r) { return r[0]; }), state.range);
     var models = document.getElementById("model");
     fill(models, group().models, state.model);
+    showPairOptions();
     document.querySelectorAll("table.summary").forEach(function (table) {
       table.classList.toggle("hidden", table.dataset.group !== group().label);
     });
@@ -313,12 +374,20 @@
     if (found.range && data.ranges.some(function (r) { return r[0] === found.range; })) { state.range = found.range; }
     if (found.model && group().models.indexOf(found.model) >= 0) { state.model = found.model; }
     if (!state.model || group().models.indexOf(state.model) < 0) { state.model = group().models[0] || null; }
+    var keys = Object.keys(data.pairs);
+    if (found.compare && data.pairs[found.compare]) {
+      state.pair = found.compare; state.row = found.row || null; state.scrollToRow = !!found.row;
+    } else if (!state.pair && keys.length) {
+      state.pair = keys[keys.length - 1];  // the newest two nights compared
+    }
     return found;
   }
   function writeHash() {
     var parts = ["model=" + encodeURIComponent(state.model || "")];
     if (state.group) { parts.push("group=" + encodeURIComponent(group().label)); }
     if (state.range !== data.ranges[0][0]) { parts.push("range=" + encodeURIComponent(state.range)); }
+    if (state.pair && state.pair !== Object.keys(data.pairs).slice(-1)[0]) { parts.push("compare=" + state.pair); }
+    if (state.row) { parts.push("row=" + encodeURIComponent(state.row)); }
     history.replaceState(null, "", "#" + parts.join("&"));
   }
 
@@ -333,7 +402,7 @@
     document.body.dataset.ready = "false";
     showFilters();
     return speedupTrend().then(function () {
-      return chain(TRENDS.concat([function () { return state.model ? showModel(state.model) : null; }]));
+      return chain(TRENDS.concat([function () { return state.model ? showModel(state.model) : null; }, showPair]));
     }).then(function () { document.body.dataset.ready = "true"; });
   }
 
@@ -348,7 +417,16 @@
     document.body.dataset.ready = "false";
     showModel(state.model).then(function () { document.body.dataset.ready = "true"; });
   });
-  window.addEventListener("hashchange", function () { readHash(); showAll(); });
+  window.addEventListener("hashchange", function () {
+    var before = [state.group, state.range, state.model].join("|");
+    readHash();
+    if ([state.group, state.range, state.model].join("|") === before) {
+      showPairOptions();
+      showPair();
+      return;
+    }
+    showAll();
+  });
 
   if (!data.groups.length) {
     document.body.dataset.ready = "true";
@@ -361,7 +439,7 @@
       window.dashboardFirstChartMs = performance.now();
       document.body.dataset.firstChart = "true";
     });
-    return chain(TRENDS.concat([function () { return state.model ? showModel(state.model) : null; }]));
+    return chain(TRENDS.concat([function () { return state.model ? showModel(state.model) : null; }, showPair]));
   }).then(function () {
     window.dashboardReadyMs = performance.now();
     document.body.dataset.ready = "true";
