@@ -9,11 +9,11 @@ so the parent that schedules workers doesn't either.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 
 from . import provenance, results
+from .affinity import allowed_cpus, format_cpus, thread_count
 from .config import RunConfig
 
 
@@ -54,32 +54,6 @@ def row_base(config: RunConfig, name: str, batch_size: int | None = None) -> dic
         **({"min_repeat": config.min_repeat, "max_time_s": config.max_time,
             "target_ci": config.target_ci} if config.adaptive else {}),
     }
-
-
-def allowed_cpus(config: RunConfig) -> tuple[int, ...]:
-    """The CPUs the worker runs on: the run's affinity, or those inherited."""
-    if config.cpu_affinity:
-        return tuple(config.cpu_affinity)
-    if hasattr(os, "sched_getaffinity"):
-        return tuple(sorted(os.sched_getaffinity(0)))
-    return tuple(range(os.cpu_count() or 1))
-
-
-def thread_count(config: RunConfig) -> int:
-    """Threads for torch's intra-op pool and XLA's CPU client: the run's
-    ``--threads``, or one per allowed CPU."""
-    return config.threads or len(allowed_cpus(config))
-
-
-def format_cpus(cpus) -> str:
-    """``(0, 1, 2, 5)`` -> ``"0-2,5"`` (as ``taskset -c`` takes them)."""
-    runs: list[list[int]] = []
-    for cpu in sorted(set(cpus)):
-        if runs and cpu == runs[-1][1] + 1:
-            runs[-1][1] = cpu
-        else:
-            runs.append([cpu, cpu])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def row_bases(config: RunConfig, name: str) -> list[dict]:

@@ -52,8 +52,8 @@ from torch.utils import _pytree as pytree
 from . import accuracy, coldstart, placement, probes, results, stats, suite
 from .config import RunConfig
 from .measure import measure
-from .rows import (ModelResult, allowed_cpus, failed, failure_status, first_line,
-                   format_cpus, join, row_bases, thread_count)
+from .affinity import allowed_cpus, format_cpus, pin, thread_count
+from .rows import ModelResult, failed, failure_status, first_line, join, row_bases
 
 
 def apply_process_settings(config: RunConfig) -> dict:
@@ -61,8 +61,7 @@ def apply_process_settings(config: RunConfig) -> dict:
     torch's and XLA's thread pools alike, and turn on the persistent compile
     cache if asked; before XLA starts here, or XLA keeps what it had.
     Returns the threads and CPUs the process now has, as row fields."""
-    if config.cpu_affinity and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, config.cpu_affinity)
+    pin(config)
     threads = thread_count(config)
     torch.set_num_threads(threads)
     # XLA's PJRT CPU client sizes its thread pools by NPROC when it starts.

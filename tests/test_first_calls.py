@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import torch
 
-from benchmarks import coldstart, report, rows, worker
+from benchmarks import affinity, coldstart, report, worker
 from benchmarks.config import RunConfig
 
 FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
@@ -184,12 +184,12 @@ def test_threads_and_affinity_are_applied_in_the_worker_and_recorded(config):
 def test_the_default_is_a_thread_per_allowed_cpu(config):
     (row,) = worker.run_model(config, "ok_mlp").rows
     assert row["threads"] == len(os.sched_getaffinity(0)) == torch.get_num_threads()
-    assert row["cpu_affinity"] == rows.format_cpus(os.sched_getaffinity(0))
+    assert row["cpu_affinity"] == affinity.format_cpus(os.sched_getaffinity(0))
 
 
 def test_format_cpus():
-    assert rows.format_cpus([5, 0, 1, 2]) == "0-2,5"
-    assert rows.format_cpus([3]) == "3"
+    assert affinity.format_cpus([5, 0, 1, 2]) == "0-2,5"
+    assert affinity.format_cpus([3]) == "3"
 
 
 def test_adaptive_repeats_are_recorded(config):

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import sys
 
+from ..affinity import parse_cpus
 from ..usage import UsageError, guarded
 from .compare import compare_main
 from .flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_TARGET_CI,
                     PROFILER_TRACE_FOLDER, PROG, build_parser)
-from .run import make_config, parse_cpus, run_command, select_models, suggested_backends
+from .run import make_config, run_command, select_models, suggested_backends
 
 __all__ = ["ADAPTIVE_MAX_REPEAT", "DEFAULT_BACKENDS", "DEFAULT_MIN_REPEAT", "DEFAULT_TARGET_CI",
            "PROFILER_TRACE_FOLDER", "PROG", "SUBCOMMANDS", "UsageError", "build_parser", "compare_main",

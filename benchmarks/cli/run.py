@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..affinity import parse_cpus
 from ..config import RunConfig
 from ..usage import OutputExists, UsageError
 from .flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_REPEAT,
@@ -269,41 +270,6 @@ def _check_adaptive(args) -> None:
     least = args.min_repeat or DEFAULT_MIN_REPEAT
     if args.repeat is not None and args.repeat < least:
         raise UsageError(f"--repeat {args.repeat} is below --min-repeat {least}")
-
-
-def parse_cpus(text: str | None) -> tuple[int, ...]:
-    """``"0-2,5"`` -> ``(0, 1, 2, 5)``: CPUs this process may run on."""
-    if text is None:
-        return ()
-    allowed = set(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1))
-    cpus: set[int] = set()
-    try:
-        for part in text.split(","):
-            low, _, high = part.strip().partition("-")
-            first, last = int(low), int(high or low)
-            if first < 0 or last < first:
-                raise ValueError
-            if last > max(allowed):  # named before the range is built: it may be huge
-                raise UsageError(f"--cpu-affinity: CPU {last} not available here (allowed: {_ranges(allowed)})")
-            cpus.update(range(first, last + 1))
-    except ValueError:
-        raise UsageError(f"--cpu-affinity takes CPU numbers and ranges such as 0-3,6, got {text!r}") from None
-    outside = cpus - allowed
-    if outside:
-        raise UsageError(f"--cpu-affinity: CPU(s) {_ranges(outside)} not available here "
-                         f"(allowed: {_ranges(allowed)})")
-    return tuple(sorted(cpus))
-
-
-def _ranges(cpus) -> str:
-    """``{0, 1, 2, 5}`` -> ``"0-2,5"``."""
-    runs: list[list[int]] = []
-    for cpu in sorted(cpus):
-        if runs and cpu == runs[-1][1] + 1:
-            runs[-1][1] = cpu
-        else:
-            runs.append([cpu, cpu])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 # Besides ours (xla_backends.BACKENDS), the backends a user of this harness
