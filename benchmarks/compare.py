@@ -211,11 +211,9 @@ class _Side:
 
 
 def experiment_key(row: Mapping[str, Any]) -> results.ExperimentKey:
-    """The experiment a CSV row or a samples record belongs to.
-
-    The one place that says which columns pair rows across runs; the
-    settings that make a pair ``not comparable`` are ``SETTINGS``.
-    """
+    """The experiment a CSV row or a samples record belongs to: rows pair
+    across runs by ``results.KEY_COLUMNS`` (where the key is defined); the
+    settings that make a pair ``not comparable`` are ``SETTINGS``."""
     return results.experiment_key(row)
 
 

@@ -3,7 +3,8 @@ return plain records (CSV rows and raw samples).
 
 The parent process runs ``python -m benchmarks.worker JOB RESULT`` once per
 model (``orchestrate``): JOB holds the ``RunConfig`` and the model name as
-JSON, and the worker writes ``{"rows": [...], "samples": [...]}`` to RESULT.
+JSON, and the worker writes ``{"rows": [...], "samples": [...], "graph_breaks": [...]}``
+(``rows.ModelResult``) to RESULT.
 ``run_model`` is the same work in-process (``--no-isolate``).
 
 Failures are data here: a model that fails to load, a baseline or a backend
@@ -28,7 +29,7 @@ otherwise the measuring process's first call is reported (kind
 afresh (dynamo reset) and its first call timed again, its executable already
 in XLA's cache (``warm_start_latency``).
 
-The process applies the run's CPU affinity and thread counts (the same for
+The process applies the run's CPU affinity and thread counts (``affinity``; the same for
 every runner: torch's intra-op threads and XLA's CPU client, sized by
 ``NPROC``) and, with ``compile_cache``, torch_xla's persistent compilation
 cache, before XLA starts.
