@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -74,13 +74,15 @@ STILL_FAILING = "still failing"
 NOT_COMPARABLE = "not comparable"
 ADDED = "added"
 REMOVED = "removed"
+MISSING = "missing"  # absent from a run known to be partial (a lost shard)
+UNCONFIRMED = "unconfirmed"  # slower, but a re-run of it was not (see confirm)
 
 # Summary order: what needs attention first.
-MARKS = (SLOWER, NEW_FAILURE, REMOVED, INCONCLUSIVE, FASTER, FIXED, NO_CHANGE, STILL_FAILING,
-         NOT_COMPARABLE, ADDED)
+MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTER, FIXED, NO_CHANGE,
+         STILL_FAILING, NOT_COMPARABLE, ADDED)
 # Rows whose change was tested (passed in both runs, same settings, enough
 # samples): their change enters the geomean.
-MEASURED_MARKS = frozenset({SLOWER, FASTER, NO_CHANGE})
+MEASURED_MARKS = frozenset({SLOWER, FASTER, NO_CHANGE, UNCONFIRMED})
 
 SETTINGS = results.SETTING_COLUMNS
 COMMIT_CHARS = 7  # a commit as a header shows it
@@ -125,6 +127,8 @@ class RowComparison:
     new_ratio: float = NAN
     latency_change: float = NAN
     latency_p: float = NAN
+    # The experiment (results.ExperimentKey); not rendered.
+    key: Any = field(default=None, compare=False, repr=False)
 
     @property
     def ratio(self) -> float:
@@ -133,11 +137,38 @@ class RowComparison:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """How the ``slower`` rows of a comparison were re-measured (``confirm``):
+    how many, how many the re-run confirmed, and the verdict before it.
+    ``note`` says why none were re-measured, or what went wrong."""
+
+    rerun: int = 0
+    confirmed: int = 0
+    unconfirmed: int = 0
+    verdict_before: str = ""
+    exit_code_before: int = 0
+    note: str = ""
+
+    def describe(self) -> str:
+        if not self.rerun:
+            return f"no re-run ({self.note})" if self.note else "no re-run"
+        text = (f"{self.rerun} slower row(s) re-measured in a re-run: {self.confirmed} confirmed, "
+                f"{self.unconfirmed} not (verdict before the re-run: {self.verdict_before})")
+        return f"{text}; {self.note}" if self.note else text
+
+
+@dataclass(frozen=True)
 class Comparison:
     """The result of :func:`compare`: rows sorted by (name, backend), the
     parameters they were judged with, and the geomean of the new/old ratio
     change over the ``geomean_n`` rows whose change was tested (``slower``,
-    ``faster``, ``no change``)."""
+    ``faster``, ``no change``, ``unconfirmed``).
+
+    ``baseline`` says what the old side is (one run, or several runs' samples
+    pooled); ``partial`` why the new run is known to be incomplete (its
+    absent rows are then ``missing``); ``cpu_change`` the CPUs of the two
+    sides when they differ; ``confirmation`` how slower rows were re-measured.
+    """
 
     rows: list[RowComparison]
     old_label: str
@@ -150,13 +181,17 @@ class Comparison:
     allow_removed: bool = False
     fail_on_inconclusive: bool = False
     latency_criterion: bool = False
+    baseline: str = ""
+    partial: str = ""
+    cpu_change: str = ""
+    confirmation: Confirmation | None = None
 
     @property
     def gating_marks(self) -> frozenset[str]:
         """The marks that fail the gate under this comparison's policy."""
         marks = {SLOWER, NEW_FAILURE}
         if not self.allow_removed:
-            marks.add(REMOVED)
+            marks |= {REMOVED, MISSING}
         if self.fail_on_inconclusive:
             marks.add(INCONCLUSIVE)
         return frozenset(marks)
@@ -167,9 +202,15 @@ class Comparison:
         return {mark: found.count(mark) for mark in MARKS if mark in found}
 
     def frame(self) -> pd.DataFrame:
-        """The rows as a DataFrame (one column per ``RowComparison`` field)."""
-        columns = list(RowComparison.__dataclass_fields__)
-        return pd.DataFrame([asdict(row) for row in self.rows], columns=columns)
+        """The rows as a DataFrame (one column per rendered ``RowComparison`` field)."""
+        return pd.DataFrame([_row_fields(row) for row in self.rows], columns=ROW_FIELDS)
+
+
+ROW_FIELDS = [f for f in RowComparison.__dataclass_fields__ if f != "key"]
+
+
+def _row_fields(row: RowComparison) -> dict:
+    return {f: getattr(row, f) for f in ROW_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -183,6 +224,7 @@ class _Side:
     backend_s: tuple[float, ...] = ()
     baseline_s: tuple[float, ...] = ()
     error: str = ""
+    cpu: str = ""  # "" when the row did not record it (schema version < 5)
 
     @property
     def passed(self) -> bool:
@@ -253,6 +295,18 @@ def _samples(jsonl_path: Path) -> dict[tuple[str, str, str], tuple[float, ...]]:
     return found
 
 
+def cpu_label(row: Mapping[str, Any]) -> str:
+    """``"Intel(R) Xeon(R) Processor, 2 CPUs"``: the machine a row ran on;
+    ``""`` for a row that did not record it (schema version < 5)."""
+    model = row.get("cpu_model")
+    count = row.get("cpu_count")
+    model = model.strip() if isinstance(model, str) else ""
+    count = f"{int(count)} CPUs" if results.is_finite(count) else ""
+    if not (model or count):
+        return ""
+    return ", ".join([model or "unknown CPU"] + ([count] if count else []))
+
+
 def _load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], _Side], pd.DataFrame]:
     df = results.latest(results.read_rows(csv_path))
     samples = _samples(results.samples_path(csv_path))
@@ -269,8 +323,48 @@ def _load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], _Side]
             baseline_s=samples.get((*key, "baseline"), samples.get((*key.pair_only(), "baseline"), ())),
             # Optional column (schema v1 files lack it): the first line of a failure.
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
+            cpu=cpu_label(row),
         )
     return run, df
+
+
+def _pool(sides: Sequence[_Side]) -> _Side:
+    """One experiment over several runs, oldest first: the newest run's row
+    (status, settings, CSV numbers) with the paired samples of every run in
+    which it passed with those settings, concatenated -- pairing stays within
+    each run, so the ratios are exactly the union of the runs' ratios."""
+    newest = sides[-1]
+    usable = [s for s in sides if s.passed and s.paired and s.settings == newest.settings]
+    if not newest.passed or not usable:
+        return newest
+    return replace(newest, backend_s=tuple(x for s in usable for x in s.backend_s),
+                   baseline_s=tuple(x for s in usable for x in s.baseline_s),
+                   cpu="; ".join(sorted({s.cpu for s in usable if s.cpu})))
+
+
+def _load_baseline(csv_paths: Sequence[str | os.PathLike]
+                   ) -> tuple[dict[results.ExperimentKey, _Side], list[pd.DataFrame]]:
+    """The old side: one run, or several pooled (``_pool``).  Its experiments
+    are the newest run's, so an experiment dropped on purpose is judged
+    ``removed`` once, against the run that last had it, not again for as
+    long as an older run in the pool still holds it."""
+    loaded = [_load_run(path) for path in csv_paths]
+    newest = loaded[-1][0]
+    pooled = {key: _pool([run[key] for run, _ in loaded if key in run]) for key in newest}
+    return pooled, [df for _, df in loaded]
+
+
+def _cpus(run: Mapping[Any, _Side]) -> set[str]:
+    return {cpu for side in run.values() for cpu in side.cpu.split("; ") if cpu}
+
+
+def cpu_change(old: Mapping[Any, _Side], new: Mapping[Any, _Side]) -> str:
+    """``"A, 2 CPUs -> B, 4 CPUs"`` when the machines of the two sides differ;
+    ``""`` when they match or a side did not record its CPU."""
+    old_cpus, new_cpus = _cpus(old), _cpus(new)
+    if not (old_cpus and new_cpus) or old_cpus == new_cpus:
+        return ""
+    return f"{'; '.join(sorted(old_cpus))} -> {'; '.join(sorted(new_cpus))}"
 
 
 # --------------------------------------------------------------------------
@@ -293,18 +387,22 @@ def _run_tag(df: pd.DataFrame) -> str:
     return ", ".join(parts)
 
 
-def run_labels(old_csv: str | os.PathLike, new_csv: str | os.PathLike,
+def run_labels(old_csv: str | os.PathLike | Sequence[str | os.PathLike], new_csv: str | os.PathLike,
                old_tag: str = "", new_tag: str = "") -> tuple[str, str]:
     """Names for the two runs that tell them apart: each path relative to
     the folder both are in (``2026-01-01/performance.csv``), plus the
-    run's tag (date, commit) when its rows carry one."""
-    old, new = Path(old_csv).resolve(), Path(new_csv).resolve()
-    if old == new:
-        labels = [old.name, old.name]
+    run's tag (date, commit) when its rows carry one.  Several old runs
+    (a pooled baseline) are named together: ``pooled 2 runs: a.csv, b.csv``."""
+    olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
+    paths = [Path(p).resolve() for p in [*olds, new_csv]]
+    if len(set(paths)) == 1:
+        labels = [p.name for p in paths]
     else:
-        parent = Path(os.path.commonpath([old, new]))
-        labels = [str(old.relative_to(parent)), str(new.relative_to(parent))]
-    return tuple(f"{label} ({tag})" if tag else label for label, tag in zip(labels, (old_tag, new_tag)))
+        parent = Path(os.path.commonpath(paths))
+        labels = [str(p.relative_to(parent)) for p in paths]
+    old_label = labels[0] if len(olds) == 1 else f"pooled {len(olds)} runs: " + ", ".join(labels[:-1])
+    return tuple(f"{label} ({tag})" if tag else label for label, tag in zip((old_label, labels[-1]),
+                                                                             (old_tag, new_tag)))
 
 
 # --------------------------------------------------------------------------
@@ -398,8 +496,10 @@ def _judge_measured(old: _Side, new: _Side, policy: _Policy) -> dict:
     return {**found, "mark": mark}
 
 
-def _row(key: tuple[str, str], old: _Side | None, new: _Side | None, policy: _Policy) -> RowComparison:
+def _row(key: results.ExperimentKey, old: _Side | None, new: _Side | None, policy: _Policy,
+         partial: bool = False, mixed_cpus: bool = False) -> RowComparison:
     base = dict(
+        key=key,
         name=key.name,
         backend=key.backend,
         old_status=old.status if old else None,
@@ -413,8 +513,12 @@ def _row(key: tuple[str, str], old: _Side | None, new: _Side | None, policy: _Po
         old_speedup=old.speedup if old else NAN,
         new_speedup=new.speedup if new else NAN,
     )
-    if old is None or new is None:
-        return RowComparison(mark=ADDED if old is None else REMOVED, **base)
+    if old is None:
+        return RowComparison(mark=ADDED, **base)
+    if new is None:
+        # A partial run lost it (a shard died); a complete run no longer has it.
+        return RowComparison(mark=MISSING if partial else REMOVED,
+                             note="not measured: the run is partial" if partial else "", **base)
     if old.settings != new.settings:
         return RowComparison(mark=NOT_COMPARABLE, note=_settings_note(old, new), **base)
     status_mark = _judge_status(old, new)
@@ -422,7 +526,11 @@ def _row(key: tuple[str, str], old: _Side | None, new: _Side | None, policy: _Po
         # What broke is the first question a reviewer has about a new failure.
         note = _shorten(new.error) if not new.passed else ""
         return RowComparison(mark=status_mark, note=note, **base)
-    return RowComparison(**{**base, **_judge_measured(old, new, policy)})
+    row = RowComparison(**{**base, **_judge_measured(old, new, policy)})
+    if mixed_cpus and old.cpu and new.cpu and old.cpu != new.cpu:
+        # Shards on different machines: which rows changed machine is worth a note.
+        return replace(row, note="; ".join(filter(None, [row.note, f"CPU {old.cpu} -> {new.cpu}"])))
+    return row
 
 
 # --------------------------------------------------------------------------
@@ -430,7 +538,7 @@ def _row(key: tuple[str, str], old: _Side | None, new: _Side | None, policy: _Po
 
 
 def compare(
-    old_csv: str | os.PathLike,
+    old_csv: str | os.PathLike | Sequence[str | os.PathLike],
     new_csv: str | os.PathLike,
     threshold: float = 0.05,
     alpha: float = 0.05,
@@ -439,8 +547,13 @@ def compare(
     latency_criterion: bool = False,
     allow_removed: bool = False,
     fail_on_inconclusive: bool = False,
+    baseline: str = "",
+    old_label: str = "",
+    partial: str = "",
 ) -> Comparison:
-    """Compare the run at ``new_csv`` against the one at ``old_csv``.
+    """Compare the run at ``new_csv`` against the one at ``old_csv``, or
+    against several old runs pooled (a sequence of paths, oldest first: see
+    ``_load_baseline``).
 
     ``threshold`` is the smallest relative change of the backend/baseline
     ratio worth a mark (0.05 = 5%), ``alpha`` the significance level of the
@@ -448,19 +561,27 @@ def compare(
     needs for the test to run.  ``latency_criterion`` also marks a row
     ``slower`` when its absolute latency alone got significantly slower;
     ``allow_removed`` and ``fail_on_inconclusive`` set what the gate
-    (:func:`exit_code`) fails on.  See the module docstring for the rules.
+    (:func:`exit_code`) fails on.  ``baseline`` describes the old side in
+    words and ``old_label`` names it (default: from its paths); ``partial``
+    says why the new run is incomplete: its absent rows are then ``missing``,
+    not ``removed``.  See the module docstring for the rules.
     Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
     """
     policy = _Policy(threshold, alpha, min_samples, latency_criterion)
-    (old_run, old_df), (new_run, new_df) = _load_run(old_csv), _load_run(new_csv)
+    olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
+    if not olds:
+        raise ValueError("no baseline run to compare with")
+    (old_run, old_dfs), (new_run, new_df) = _load_baseline(olds), _load_run(new_csv)
+    mixed = len(_cpus(old_run)) > 1 or len(_cpus(new_run)) > 1
     pairs = results.pair_experiments(old_run, new_run)
-    rows = [_row(o or n, old_run.get(o), new_run.get(n), policy) for o, n in pairs]
+    rows = [_row(o or n, old_run.get(o), new_run.get(n), policy, bool(partial), mixed) for o, n in pairs]
     ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and results.is_finite(row.change)]
-    old_label, new_label = run_labels(old_csv, new_csv, _run_tag(old_df), _run_tag(new_df))
+    old_tag = _run_tag(old_dfs[-1]) if len(olds) == 1 else ""
+    labels = run_labels(olds, new_csv, old_tag, _run_tag(new_df))
     return Comparison(
         rows=rows,
-        old_label=old_label,
-        new_label=new_label,
+        old_label=old_label or labels[0],
+        new_label=labels[1],
         threshold=threshold,
         alpha=alpha,
         min_samples=min_samples,
@@ -469,18 +590,61 @@ def compare(
         allow_removed=allow_removed,
         fail_on_inconclusive=fail_on_inconclusive,
         latency_criterion=latency_criterion,
+        baseline=baseline,
+        partial=partial,
+        cpu_change=cpu_change(old_run, new_run),
     )
 
 
 # The marks of a pair found in both runs with the same settings: only these
 # compared anything.
-COMPARED = (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE, NEW_FAILURE, FIXED, STILL_FAILING)
+COMPARED = (SLOWER, FASTER, NO_CHANGE, UNCONFIRMED, INCONCLUSIVE, NEW_FAILURE, FIXED, STILL_FAILING)
 
 
 def nothing_compared(comparison: Comparison) -> bool:
     """No experiment was in both runs with the same settings: the runs say
     nothing about each other, which is inconclusive, never a pass."""
     return not any(row.mark in COMPARED for row in comparison.rows)
+
+
+def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "") -> Comparison:
+    """``comparison`` with each ``slower`` row settled by a re-measurement.
+
+    ``rerun`` compares a re-run of those experiments (same settings, same
+    job) with the same baseline.  A row stays ``slower`` only when the
+    re-run finds it slower too; it becomes ``unconfirmed`` when the re-run
+    finds no change (or faster).  A re-run that could not judge the row
+    (it failed, had too few samples, is absent, or ``rerun`` is None) leaves
+    it ``slower``: a regression is never waved through unmeasured.
+    ``note`` says why there was no re-run, or what went wrong with it.
+    """
+    again = {row.key: row for row in rerun.rows} if rerun is not None else {}
+    rows, confirmed, unconfirmed = [], 0, 0
+    for row in comparison.rows:
+        if row.mark != SLOWER:
+            rows.append(row)
+            continue
+        second = again.get(row.key)
+        measured = f"{_change_cell(second.change)}, p {_p_cell(second.p_value)}" if second else ""
+        if second is not None and second.mark == SLOWER:
+            confirmed += 1
+            rows.append(replace(row, note=_joined(row.note, f"confirmed by a re-run ({measured})")))
+        elif second is not None and second.mark in (NO_CHANGE, FASTER):
+            unconfirmed += 1
+            rows.append(replace(row, mark=UNCONFIRMED,
+                                note=_joined(row.note, f"a re-run found {second.mark} ({measured})")))
+        else:
+            why = f"the re-run: {second.mark}" if second is not None else "no re-run of it"
+            rows.append(replace(row, note=_joined(row.note, f"not settled ({why})")))
+    tried = sum(1 for row in comparison.rows if row.mark == SLOWER) if rerun is not None else 0
+    result = Confirmation(rerun=tried, confirmed=confirmed, unconfirmed=unconfirmed,
+                          verdict_before=verdict(comparison), exit_code_before=exit_code(comparison),
+                          note=note)
+    return replace(comparison, rows=rows, confirmation=result)
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def failing_counts(comparison: Comparison) -> dict[str, int]:
@@ -585,15 +749,18 @@ def rule(comparison: Comparison) -> str:
         "(--latency-criterion)." if comparison.latency_criterion else
         " Absolute latency is information only."
     )
-    fails = [SLOWER, NEW_FAILURE] + ([REMOVED] if not comparison.allow_removed else []) + (
-        [INCONCLUSIVE] if comparison.fail_on_inconclusive else [])
+    fails = [m for m in MARKS if m in comparison.gating_marks]
+    confirmed = (
+        " A slower row was re-measured in a re-run of it and stays slower only if the re-run is "
+        "slower too (else: unconfirmed)." if comparison.confirmation and comparison.confirmation.rerun
+        else "")
     return (
         f"ratio = backend/baseline latency of the same repeat (paired within a run, so drift "
         f"between runs cancels); change = median new ratio / median old ratio - 1. "
         f"slower/faster: significant at p<{comparison.alpha:g} (two-sided Mann-Whitney U on the "
         f"ratios) and |change| >= {comparison.threshold:.0%}; fewer than {comparison.min_samples} "
         f"paired samples on a side: inconclusive; else no change.{latency} "
-        f"The gate fails (exit status 1) on any {', '.join(fails)}."
+        f"The gate fails (exit status 1) on any {', '.join(fails)}.{confirmed}"
     )
 
 
@@ -608,11 +775,29 @@ def verdict(comparison: Comparison) -> str:
     return f"PASS ({inconclusive} inconclusive)" if inconclusive else "PASS"
 
 
+def context(comparison: Comparison) -> list[str]:
+    """What a reader must know before the table: the baseline used, a
+    partial run, a change of CPU, the re-run of slower rows (each a line,
+    only those that apply)."""
+    lines = []
+    if comparison.partial:
+        lines.append(f"PARTIAL RUN: {comparison.partial}; its absent rows are missing, not removed")
+    if comparison.baseline:
+        lines.append(f"baseline: {comparison.baseline}")
+    if comparison.cpu_change:
+        lines.append(f"CPU changed: {comparison.cpu_change}")
+    if comparison.confirmation is not None:
+        lines.append(f"confirmation: {comparison.confirmation.describe()}")
+    return lines
+
+
 def render_markdown(comparison: Comparison, title: str | None = None) -> str:
     """Markdown for a pull request: verdict, summary, table and the rules."""
     title = title or f"Benchmark comparison: {comparison.old_label} → {comparison.new_label}"
     parts = [f"# {title}", "",
              f"old: `{comparison.old_label}`, new: `{comparison.new_label}`", "",
+             *[f"- {line.replace('->', '→')}" for line in context(comparison)],
+             *([""] if context(comparison) else []),
              f"**{verdict(comparison)}**: {summary(comparison)}.", ""]
     if comparison.rows:
         parts += [_table(comparison, "github", "→", markdown=True), ""]
@@ -623,7 +808,7 @@ def render_markdown(comparison: Comparison, title: str | None = None) -> str:
 def render_console(comparison: Comparison) -> str:
     """Plain-text comparison for the terminal (ASCII arrows)."""
     header = f"{comparison.old_label} -> {comparison.new_label}: {verdict(comparison)}"
-    parts = [header, summary(comparison), ""]
+    parts = [header, *context(comparison), summary(comparison), ""]
     if comparison.rows:
         parts += [_table(comparison, "simple", "->", markdown=False), ""]
     parts += [rule(comparison), ""]
@@ -644,7 +829,12 @@ def render_json(comparison: Comparison) -> str:
         "policy": {k: getattr(comparison, k) for k in (
             "threshold", "alpha", "min_samples", "allow_removed", "fail_on_inconclusive",
             "latency_criterion")},
-        "rows": [asdict(row) for row in comparison.rows],
+        "baseline": comparison.baseline,
+        "partial": comparison.partial,
+        "cpu_change": comparison.cpu_change,
+        "confirmation": (None if comparison.confirmation is None
+                         else vars(comparison.confirmation)),
+        "rows": [_row_fields(row) for row in comparison.rows],
     }
     return json.dumps(results.plain(document), indent=1, allow_nan=False) + "\n"
 

@@ -1,9 +1,11 @@
-"""What a row records about the software that produced it: versions, commit, time.
+"""What a row records about what produced it: versions, commit, machine, time.
 
 ``versions()`` gives the ``torch_version``, ``torch_xla_version``,
 ``python_version`` and ``commit`` columns (the project's git commit, or
-``"unknown"`` outside a checkout); ``timestamp()`` the ``timestamp`` column
-(UTC, ISO-8601).
+``"unknown"`` outside a checkout); ``machine()`` the ``cpu_model`` and
+``cpu_count`` columns (CI machines of one name differ from night to night,
+and a change of CPU moves every number); ``timestamp()`` the ``timestamp``
+column (UTC, ISO-8601).
 
 The commit comes from ``git rev-parse HEAD`` or, where git refuses the
 checkout, from the files under ``.git``: git will not work in a repository
@@ -13,6 +15,7 @@ as root in a container sees of a workspace checked out by the runner's user.
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import re
 import subprocess
@@ -112,3 +115,31 @@ def versions() -> dict[str, str]:
         "python_version": platform.python_version(),
         "commit": git_commit(),
     }
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name as the kernel reports it (``/proc/cpuinfo``,
+    x86's "model name", else the first of the fields other architectures
+    use); else what ``platform`` knows; else ``"unknown"``."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and value.strip():
+            fields.setdefault(key.strip().lower(), " ".join(value.split()))
+    for key in ("model name", "hardware", "cpu model", "processor"):
+        # ARM's "processor" is a number (the CPU index), no name.
+        if key in fields and not fields[key].isdigit():
+            return fields[key]
+    return platform.processor() or platform.machine() or UNKNOWN
+
+
+@functools.cache  # one process, one machine
+def machine() -> dict[str, str | int | None]:
+    """``cpu_model`` and ``cpu_count`` (logical CPUs of the machine, not only
+    those the run may use: ``cpu_affinity`` says which those were; None
+    when the system does not say)."""
+    return {"cpu_model": cpu_model(), "cpu_count": os.cpu_count()}  # None: unknown

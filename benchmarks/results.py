@@ -79,7 +79,11 @@ from benchmarks.usage import OutputExists, UsageError
 #      training (forward and backward compiled).
 # 4 -- accuracy rows say what they were judged against: tolerance (the
 #      largest error allowed, beside max_error).
-SCHEMA_VERSION = 4
+# 5 -- rows say which machine ran them: cpu_model (the kernel's model name)
+#      and cpu_count (logical CPUs of the machine). Rows of versions 1-4
+#      did not record them: read with both empty (unknown), never guessed,
+#      so compare reports no change of CPU against them.
+SCHEMA_VERSION = 5
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -186,6 +190,9 @@ COLUMNS: list[Column] = [
     Column("cpu_affinity", "str", required=False),  # the CPUs the worker ran on, e.g. 0-1
     Column("zero_overhead_speedup", "float64", required=False),  # lazy baseline step / (step - tracing)
     Column("headroom_captured", "float64", required=False),  # (speedup - 1) / (limit - 1)
+    # Version 5: the machine.
+    Column("cpu_model", "str", required=False),  # e.g. "AMD EPYC 7763 64-Core Processor"
+    Column("cpu_count", "Int64", required=False),  # logical CPUs of the machine (os.cpu_count)
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]

@@ -49,7 +49,7 @@ def row_base(config: RunConfig, name: str, batch_size: int | None = None) -> dic
         "baseline": config.baseline, "suite": config.suite, "mode": config.phase,
         "dtype": config.precision, "dynamic": config.dynamic, "repeat": config.repeat,
         "warmup": config.warmup, "seed": config.seed, "timestamp": provenance.timestamp(),
-        **provenance.versions(),
+        **provenance.versions(), **provenance.machine(),
         "threads": thread_count(config), "cpu_affinity": format_cpus(allowed_cpus(config)),
         **({"min_repeat": config.min_repeat, "max_time_s": config.max_time,
             "target_ci": config.target_ci} if config.adaptive else {}),

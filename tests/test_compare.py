@@ -580,3 +580,42 @@ def test_a_seed_run_and_a_builtin_run_of_a_model_pair(tmp_path):
     seed, builtin, tb = (run(tmp_path / f"{s}.csv", s) for s in ("seed", "builtin", "torchbench"))
     assert compare.compare(seed, builtin).counts() == {compare.NO_CHANGE: 1}
     assert compare.compare(builtin, tb).counts() == {compare.NOT_COMPARABLE: 1}
+
+
+# --------------------------------------------------------------------------
+# The machine: a change of CPU between the two sides is noted
+
+
+def _on_cpu(path, cpus):
+    """Rewrite the run at ``path`` with rows on ``cpus[name]`` = (model, count)."""
+    rows = results.read_rows(path).drop(columns=["schema_version"]).to_dict("records")
+    path.unlink()
+    results.append_rows(path, [{**r, "cpu_model": cpus[r["name"]][0], "cpu_count": cpus[r["name"]][1]}
+                               for r in rows])
+    return path
+
+
+def test_compare_notes_a_change_of_cpu(tmp_path):
+    steady = {"a": [1.0] * 8, "b": [0.5] * 8}
+    old = _on_cpu(_ratio_run(tmp_path / "old.csv", steady), dict.fromkeys(steady, ("Xeon 8370C", 2)))
+    same = _on_cpu(_ratio_run(tmp_path / "same.csv", steady), dict.fromkeys(steady, ("Xeon 8370C", 2)))
+    other = _on_cpu(_ratio_run(tmp_path / "other.csv", steady), dict.fromkeys(steady, ("EPYC 7763", 4)))
+    assert compare.compare(old, same).cpu_change == ""
+    assert "CPU" not in compare.render_console(compare.compare(old, same))
+    changed = compare.compare(old, other)
+    assert changed.cpu_change == "Xeon 8370C, 2 CPUs -> EPYC 7763, 4 CPUs"
+    assert "CPU changed: Xeon 8370C, 2 CPUs -> EPYC 7763, 4 CPUs" in compare.render_console(changed)
+    assert "- CPU changed: Xeon 8370C, 2 CPUs → EPYC 7763, 4 CPUs" in compare.render_markdown(changed)
+    assert json.loads(compare.render_json(changed))["cpu_change"] == changed.cpu_change
+    # The whole run moved: one line says so, the rows need no note each.
+    assert {row.note for row in changed.rows} == {""}
+
+
+def test_rows_note_their_cpu_when_shards_ran_on_different_machines(tmp_path):
+    steady = {"a": [1.0] * 8, "b": [0.5] * 8}
+    old = _on_cpu(_ratio_run(tmp_path / "old.csv", steady), dict.fromkeys(steady, ("Xeon", 2)))
+    new = _on_cpu(_ratio_run(tmp_path / "new.csv", steady), {"a": ("Xeon", 2), "b": ("EPYC", 4)})
+    comparison = compare.compare(old, new)
+    assert comparison.cpu_change == "Xeon, 2 CPUs -> EPYC, 4 CPUs; Xeon, 2 CPUs"
+    notes = {row.name: row.note for row in comparison.rows}
+    assert notes == {"a": "", "b": "CPU Xeon, 2 CPUs -> EPYC, 4 CPUs"}
