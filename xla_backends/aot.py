@@ -5,16 +5,43 @@ AOT autograd splits each dynamo graph into a forward and a backward FX graph
 of them is handed to the trace-once bridge, so both are traced once and
 replayed by hash on every later step. Inference graphs (no gradient needed)
 take the same path.
+
+AOT autograd returns outputs that are inputs, or views of them, itself,
+rebuilding them from the inputs after the graph ran: such inputs are never
+donated (see ``trace_once.compile``), since their buffers must outlive the run.
+A backward graph donates nothing: its inputs are tensors the forward saved,
+among them the caller's own inputs, which eager leaves readable.
 """
 from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 
-from .trace_once import TraceOnce
+from .trace_once import Donors, TraceOnce
+from .trace_once.compile import NO_DONATION
 
 
 def _boxed_trace_once(gm, example_inputs):
     # AOT autograd calls compiled graphs with one list argument ("boxed").
-    return make_boxed_func(TraceOnce(gm))
+    return make_boxed_func(TraceOnce(gm, _donors(gm)))
 
 
-aot_torchxla_trace_once = aot_autograd(fw_compiler=_boxed_trace_once)
+def _boxed_backward(gm, example_inputs):
+    return make_boxed_func(TraceOnce(gm, NO_DONATION))
+
+
+def _donors(gm) -> Donors:
+    """The inputs of ``gm`` that AOT autograd rebuilds outputs from after the
+    run are kept; with no metadata, or inputs that are not the user's one
+    for one (synthetic bases), nothing is donated."""
+    from torch._functorch._aot_autograd.schemas import OutputType
+    from torch._guards import TracingContext
+
+    context = TracingContext.try_get()
+    meta = getattr(context, "fw_metadata", None)
+    n_inputs = sum(n.op == "placeholder" for n in gm.graph.nodes)
+    if meta is None or len(meta.input_info) != n_inputs:
+        return NO_DONATION
+    aliased = (OutputType.alias_of_input, OutputType.is_input)
+    return Donors(keep=frozenset(o.base_idx for o in meta.output_info if o.output_type in aliased))
+
+
+aot_torchxla_trace_once = aot_autograd(fw_compiler=_boxed_trace_once, bw_compiler=_boxed_backward)

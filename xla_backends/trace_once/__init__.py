@@ -35,13 +35,13 @@ from torch.utils import _pytree as pytree
 
 from .._device import all_on_host, host_positions, run_on_xla
 from ..strides import fix_as_strided
-from .compile import compile_results
+from .compile import NO_DONATION, Donors, compile_results
 from .partition import fallback_nodes, split
 from .plan import Source, make_plan
 from .replay import Lazy, Replay
 from .trace import run, shadows_of, tracing
 
-__all__ = ["Lazy", "OnHost", "Partitioned", "Replay", "TraceOnce", "torchxla_trace_once"]
+__all__ = ["Donors", "Lazy", "OnHost", "Partitioned", "Replay", "TraceOnce", "torchxla_trace_once"]
 
 TRAINING_BACKEND = "aot_torchxla_trace_once"
 
@@ -59,11 +59,13 @@ class TraceOnce:
     One runner (``Replay``, ``Partitioned``, ``Lazy`` or ``OnHost``) is kept
     per value of the non-tensor arguments (symbolic sizes specialise the XLA
     graph); a graph without such arguments has exactly one, called without
-    building a key.
+    building a key. ``donors`` says which arguments marked as buffer donors
+    may be donated (see ``compile``).
     """
 
-    def __init__(self, gm: torch.fx.GraphModule):
+    def __init__(self, gm: torch.fx.GraphModule, donors: Donors = Donors()):
         self.gm = fix_as_strided(gm)
+        self.donors = donors
         self._scalars: tuple | None = None  # positions of non-tensor arguments
         self._graphs: dict = {}
         self._only = None
@@ -103,7 +105,7 @@ class TraceOnce:
         key = tuple(args[i] for i in self._scalars)
         runner = self._graphs.get(key)
         if runner is None:
-            runner = self._graphs[key] = _runner(self.gm, args, background)
+            runner = self._graphs[key] = _runner(self.gm, args, background, self.donors)
             if not self._scalars:
                 self._only = runner
         return runner
@@ -114,10 +116,10 @@ class TraceOnce:
         return list(self._graphs.values())
 
 
-def _runner(gm, args, background: bool = False):
+def _runner(gm, args, background: bool = False, donors: Donors = Donors()):
     if all_on_host(args):
         return OnHost(gm)
-    return build(gm, args, background)
+    return build(gm, args, background, donors)
 
 
 def _preparable(gm, args) -> bool:
@@ -185,7 +187,7 @@ class Partitioned:
         return self.fused(*args)
 
 
-def build(gm, args, background: bool = False):
+def build(gm, args, background: bool = False, donors: Donors = Donors()):
     """Trace ``gm`` on ``args`` and return the runner for later calls (with
     ``background``, XLA compiles on another thread)."""
     device = next((str(a.device) for a in args if _on_xla(a)), None) or str(_xla_device())
@@ -204,14 +206,16 @@ def build(gm, args, background: bool = False):
         if eager:
             return _split(gm, eager, fallbacks)
         plan, results = make_plan(trace)
-        executable = compile_results(results, trace.arg_handles, len(args), background)
-        return Replay(gm, plan, executable, pending_args)
+        executable = compile_results(results, trace.arg_handles, len(args), background,
+                                     keep=donors.kept(plan, len(args)))
+        return Replay(gm, plan, executable, pending_args, donors)
 
 
 def _split(gm, eager: set, fallbacks: dict):
     ops = sorted({op for found in fallbacks.values() for op in found})
     try:
-        fused, n_graphs = split(gm, eager, TraceOnce)
+        # Parts donate nothing: a later part may read an earlier one's argument.
+        fused, n_graphs = split(gm, eager, lambda part: TraceOnce(part, NO_DONATION))
     except RuntimeError as err:
         # FX cannot cut some graphs in program order (a size computed after
         # the cut that an earlier part needs: unbacked sizes of ops with

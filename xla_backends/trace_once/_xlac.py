@@ -4,6 +4,8 @@ what they do. torch_xla is imported on first use; the replay's hot path binds
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 
@@ -99,3 +101,27 @@ def set_rng_seed(seed: int, device: str) -> None:
 def seed_tensor(device: str) -> torch.Tensor:
     """The device RNG's base seed as a 0-dim int64 device tensor."""
     return _X()._get_base_seed_as_tensor(device)
+
+
+def donated(tensor: torch.Tensor) -> bool:
+    """Is ``tensor``'s device buffer marked as a donor (XLA may reuse it for
+    an output of the next executable compiled with it as a parameter)?"""
+    return _X()._get_buffer_donation(tensor)
+
+
+def set_donated(tensor: torch.Tensor, donate: bool) -> bool:
+    """Mark (or unmark) ``tensor``'s device buffer as a donor; False if it
+    holds no device data."""
+    return _X()._set_buffer_donation(tensor, donate)
+
+
+@contextmanager
+def honouring_donors():
+    """Graph hashes and compiles inside honour buffer donors: each parameter
+    whose buffer is marked may be aliased to an output (the hash says so)."""
+    saved = _X()._xla_get_enable_alias_with_buffer_donor_config()
+    _X()._xla_set_enable_alias_with_buffer_donor_config(True)
+    try:
+        yield
+    finally:
+        _X()._xla_set_enable_alias_with_buffer_donor_config(saved)

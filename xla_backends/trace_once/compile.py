@@ -5,6 +5,16 @@ Each HLO parameter is the buffer of a call argument (fed the caller's tensor
 on each call), the device RNG seed (fed a fresh seed on each call), or a
 constant the trace captured (fed as it is).
 
+Buffers the caller marked as donors (``torch.ops.xla.dynamo_set_buffer_donor_``
+in the graph, or ``_set_buffer_donation`` on an argument before the first
+call) are honoured: XLA may reuse such an argument's buffer for an output,
+and the argument's data is deleted by the run. Which parameters are donated
+is fixed when the graph is compiled, as in torch_xla's own bridge: later
+calls donate the same positions whatever their flags say, so flipping a
+flag never compiles again. Arguments the call still reads after the run
+(returned, viewed or read before an update) and captured constants are
+never donated.
+
 The compile may run on a thread of its own (``background=True``): XLA
 releases the GIL while it compiles, so the caller goes on (dynamo building
 its guards) and the first run waits for it (``Executable.compiling``).
@@ -13,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -28,12 +39,33 @@ class Executable:
     uses_seed: bool
     n_results: int
     compiling: Future | None = None  # a compile still running on another thread
+    donated: tuple = ()  # arg indices whose buffers the executable may reuse
+
+
+@dataclass(frozen=True)
+class Donors:
+    """Which arguments marked as donors a graph may donate: none
+    (``allowed=False``: a part of a cut graph, whose arguments a later part
+    may read), or all but ``keep`` and those its plan reads after the run."""
+
+    allowed: bool = True
+    keep: frozenset = frozenset()
+
+    def kept(self, plan, n_args: int):
+        """The argument positions never to donate."""
+        if not self.allowed:
+            return range(n_args)
+        return plan.read_after_run() | self.keep
+
+
+NO_DONATION = Donors(allowed=False)
 
 
 def compile_results(results: list, arg_handles: dict, n_args: int,
-                    background: bool = False) -> Executable:
+                    background: bool = False, keep=frozenset()) -> Executable:
     """Hash and compile the graph computing ``results`` (trace tensors); with
-    ``background``, the compile runs on another thread."""
+    ``background``, the compile runs on another thread. Arguments marked as
+    donors are donated, but for those in ``keep`` (read after the run)."""
     if not results:
         return Executable(b"", (), (), False, 0)
     arg_of_handle = {h: i for i, h in arg_handles.items()}
@@ -51,6 +83,14 @@ def compile_results(results: list, arg_handles: dict, n_args: int,
             consts.append(value)
     seed_slot = n_args + len(consts)
     gather = tuple(seed_slot if g is None else g for g in gather)
+    donated, blocked = _donors(values, gather, n_args, keep)
+    if donated:
+        # In the foreground: the setting that honours donors is process-wide.
+        with _xlac.honouring_donors(), _unmarked(blocked):
+            graph_hash = _xlac.graph_hash(results)
+            _xlac.compile_graph(results)
+        return Executable(graph_hash, gather, tuple(consts), uses_seed, len(results),
+                          donated=tuple(donated))
     graph_hash = _xlac.graph_hash(results)
     compiling = None
     if background:
@@ -58,6 +98,31 @@ def compile_results(results: list, arg_handles: dict, n_args: int,
     else:
         _xlac.compile_graph(results)
     return Executable(graph_hash, gather, tuple(consts), uses_seed, len(results), compiling)
+
+
+def _donors(values, gather, n_args: int, keep) -> tuple[list, list]:
+    """(arg indices to donate, marked parameters not to donate: constants and
+    arguments in ``keep``)."""
+    donated, blocked = [], []
+    for value, g in zip(values, gather):
+        if _xlac.donated(value):
+            if g < n_args and g not in keep:
+                donated.append(g)
+            else:
+                blocked.append(value)
+    return donated, blocked
+
+
+@contextmanager
+def _unmarked(tensors):
+    """``tensors``' donor marks cleared for the compile, then put back."""
+    for t in tensors:
+        _xlac.set_donated(t, False)
+    try:
+        yield
+    finally:
+        for t in tensors:
+            _xlac.set_donated(t, True)
 
 
 def _in_background(fn, *args) -> Future:

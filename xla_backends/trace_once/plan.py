@@ -77,6 +77,21 @@ class Plan:
         return not self.copy_backs and self.outputs == [
             Value(Source.RESULT, i) for i in range(self.n_results)]
 
+    def read_after_run(self) -> frozenset:
+        """Arguments a call reads after the executable ran: returned or
+        viewed by an output (unless updated in place, when the copy back
+        gives them their new value first), or read from before the call.
+        Their buffers must outlive the run: they are never donated."""
+        updated = {i for i, _ in self.copy_backs}
+        values = self.outputs + [v for _, v in self.copy_backs]
+        read = {v.payload for v in values if v.source is Source.COPY}
+        for v in self.outputs:
+            if v.source is Source.ARG and v.payload not in updated:
+                read.add(v.payload)
+            elif v.source is Source.VIEW and v.payload.of == "arg" and v.payload.base not in updated:
+                read.add(v.payload.base)
+        return frozenset(read)
+
     def before_call(self) -> list[int]:
         """Arguments whose value from before the call some output or copy-back needs."""
         values = self.outputs + [v for _, v in self.copy_backs]

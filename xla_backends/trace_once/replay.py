@@ -22,7 +22,7 @@ import torch
 from torch._dynamo.utils import counters
 
 from . import _xlac
-from .compile import Executable, compile_results
+from .compile import Donors, Executable, compile_results
 from .plan import Plan, Source, Value, make_plan
 from .trace import run, tracing
 
@@ -37,8 +37,10 @@ class Replay:
 
     fallback_ops: list = []
 
-    def __init__(self, gm, plan: Plan, executable: Executable, pending_args=()):
+    def __init__(self, gm, plan: Plan, executable: Executable, pending_args=(),
+                 donors: Donors = Donors()):
         self.gm = gm  # to re-trace after an eviction, or run lazily
+        self.donors = donors
         self._run = _xlac.run_cached_graph()
         if executable.compiling is not None:
             self._run = self._run_when_compiled
@@ -142,7 +144,8 @@ class Replay:
         with tracing(self._device, args) as pending_args:
             trace = run(self.gm, args, self._device)
             plan, results = make_plan(trace)
-            self._install(plan, compile_results(results, trace.arg_handles, len(args)))
+            self._install(plan, compile_results(results, trace.arg_handles, len(args),
+                                                keep=self.donors.kept(plan, len(args))))
         known |= set(pending_args)
         self._pending_at = [k for k, g in enumerate(self.executable.gather) if g in known]
 
