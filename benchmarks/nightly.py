@@ -16,7 +16,8 @@ through ``make nightly-*`` targets::
 
     plan  --shards N             print "date=D", "count=N", "shards=[0, ..., N-1]" (GitHub step outputs)
     shard --shards N --shard I   shard I of N into ROOT/D/shards/shard-I.csv (resumes a partial one)
-    merge                        ROOT/D/shards/shard-*.csv -> ROOT/D/performance.csv
+    merge                        ROOT/D/shards/shard-*.csv -> ROOT/D/performance.csv (and, in
+                                 GitHub Actions, the run's URL into ROOT/D/night.json)
     gate [COMPARE FLAGS]         compare with the newest earlier night, as above
     fetch-history                check out the results branch as ROOT (a git worktree)
     publish                      commit ROOT/D's merged files to the results branch and push
@@ -33,11 +34,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from benchmarks.usage import Parser, UsageError, guarded
 
@@ -51,7 +53,8 @@ RESULTS_BRANCH = "nightly-results"
 # What a night keeps on the results branch (shard files and worker logs go to
 # the run's artifacts only).
 PUBLISHED = ("performance.csv", "performance.jsonl", "performance.md", "performance.png",
-             "performance_graph_breaks.csv", "compare.md", "compare.json", "compare.png")
+             "performance_graph_breaks.csv", "night.json", "compare.md", "compare.json", "compare.png")
+NIGHT_META = "night.json"  # what is known of the night beyond its rows: the CI run that made it
 # Runner flags each step sets itself.
 OWNED_FLAGS = {"--output", "--output-directory", "--resume", "--overwrite", "--backend",
                "--total-partitions", "--partition-id"}
@@ -186,7 +189,36 @@ def merge(args: argparse.Namespace) -> int:
 
     out = night_dir(args.root, args.date) / RESULT
     print(f"nightly: merging {len(shards)} shard(s) into {out}", file=sys.stderr)
-    return merge_mod.main([str(out), *map(str, shards), "--overwrite"])
+    code = merge_mod.main([str(out), *map(str, shards), "--overwrite"])
+    if code == 0:
+        record_ci_run(night_dir(args.root, args.date), os.environ)
+    return code
+
+
+def ci_run(env: Mapping[str, str]) -> dict[str, str]:
+    """The CI run this job belongs to, from GitHub Actions' variables: its
+    URL and the repository's (the dashboard links both); empty elsewhere."""
+    server, repository, run = (env.get(v, "").strip() for v in
+                               ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    if not (server and repository and run):
+        return {}
+    repository_url = f"{server.rstrip('/')}/{repository}"
+    return {"run_url": f"{repository_url}/actions/runs/{run}", "repository_url": repository_url}
+
+
+def record_ci_run(folder: Path, env: Mapping[str, str]) -> None:
+    """Add the CI run (``ci_run``) to the night's metadata, ``night.json``."""
+    found = ci_run(env)
+    if not found:
+        return
+    path = folder / NIGHT_META
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except ValueError:
+        raise UsageError(f"{path}: not JSON") from None
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({**meta, **found}, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
 
 
 def gate(args: argparse.Namespace, compare_flags: Sequence[str] = ()) -> int:
@@ -210,7 +242,10 @@ def gate(args: argparse.Namespace, compare_flags: Sequence[str] = ()) -> int:
 def run_all(args: argparse.Namespace) -> int:
     """The whole night on this machine, then the gate."""
     code = _runner(_runner_flags(args, night_dir(args.root, args.date) / RESULT))
-    return code if code != 0 else gate(args)
+    if code != 0:
+        return code
+    record_ci_run(night_dir(args.root, args.date), os.environ)
+    return gate(args)
 
 
 # --------------------------------------------------------------------------

@@ -282,6 +282,71 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys, case, message):
     assert err.count("\n") == 1 and message in err
 
 
+def test_a_night_merged_in_github_actions_links_its_run(tmp_path, monkeypatch):
+    """nightly merge records the run's URL in night.json; the page links
+    it, and the commits to the run's repository."""
+    from benchmarks import nightly
+
+    root = tmp_path / "nightly"
+    frames = history_frames(2, MODELS[:1], BACKENDS[:1])
+    (root / frames[0][0]).mkdir(parents=True)
+    frames[0][1].to_csv(root / frames[0][0] / "performance.csv", index=False)
+    (root / frames[1][0] / "shards").mkdir(parents=True)
+    frames[1][1].to_csv(root / frames[1][0] / "shards" / "shard-0.csv", index=False)
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.example")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "team/bench")
+    monkeypatch.setenv("GITHUB_RUN_ID", "4242")
+    assert nightly.main(["merge", "--root", str(root), "--date", frames[1][0]]) == 0
+    meta = json.loads((root / frames[1][0] / "night.json").read_text())
+    assert meta["run_url"] == "https://github.example/team/bench/actions/runs/4242"
+    monkeypatch.delenv("GITHUB_SERVER_URL")  # the page is built elsewhere: the URLs come from the night
+    text = dashboard.build(root, tmp_path / "site").read_text()
+    assert '<a class="run" href="https://github.example/team/bench/actions/runs/4242">CI run</a>' in text
+    assert f'href="https://github.example/team/bench/commit/{COMMITS[1]}"' in text
+    assert f'href="https://github.example/team/bench/commit/{COMMITS[0]}"' in text
+
+
+def test_a_night_merged_elsewhere_records_no_run(tmp_path, monkeypatch):
+    from benchmarks import nightly
+
+    for name in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"):
+        monkeypatch.delenv(name, raising=False)
+    (date, rows), = history_frames(1, MODELS[:1], BACKENDS[:1])
+    (tmp_path / date / "shards").mkdir(parents=True)
+    rows.to_csv(tmp_path / date / "shards" / "shard-0.csv", index=False)
+    assert nightly.main(["merge", "--root", str(tmp_path), "--date", date]) == 0
+    assert not (tmp_path / date / "night.json").exists()
+    assert 'class="run"' not in dashboard.build(tmp_path, tmp_path.parent / "site2").read_text()
+
+
+def test_filters_pick_a_group_and_a_range(browser, tmp_path):
+    """Two dtypes, 10 nights; resnet18 fails on openxla_eval (fp32) on night
+    1 only: over all nights it is out of the fixed set, over the last 7 in."""
+    frames = history_frames(10, MODELS, BACKENDS, seed=3, failures=[(1, "resnet18", "openxla_eval")])
+    bf16 = history_frames(10, MODELS, BACKENDS, seed=4)
+    frames = [(date, pd.concat([df, other.assign(dtype="bf16")])) for (date, df), (_, other) in zip(frames, bf16)]
+    nights = [dashboard.Night(date, tmp_path / date) for date, _ in frames]
+    index = dashboard.write_site(tmp_path / "site", nights, dashboard.combine(
+        [(i, df) for i, (_, df) in enumerate(frames)]))
+    page, errors, _ = open_page(browser, index)
+    assert page.locator("#f-dtype option").all_inner_texts() == ["bf16", "fp32"]
+    legend = page.locator("#trend-speedup .legendtext").all_text_contents()
+    assert legend == ["openxla_eval (3 of 3 models)", "torchxla_trace_once (3 of 3 models)"]  # bf16 first
+    assert page.locator("table.summary:not(.hidden) caption").text_content().startswith("builtin · inference · bf16")
+    page.select_option("#f-dtype", "fp32")
+    page.wait_for_function("document.body.dataset.ready === 'true'")
+    assert page.locator("#trend-speedup .legendtext").all_text_contents()[0] == "openxla_eval (2 of 3 models)"
+    assert page.locator("table.summary:not(.hidden) caption").text_content().startswith("builtin · inference · fp32")
+    page.select_option("#f-range", "last 7 nights")
+    page.wait_for_function("document.body.dataset.ready === 'true'")
+    assert page.locator("#trend-speedup .legendtext").all_text_contents()[0] == "openxla_eval (3 of 3 models)"
+    (line,) = [t for t in _traces(page, "trend-speedup") if t["name"].startswith("openxla_eval (")]
+    assert line["x"] == [date for date, _ in frames[3:]]
+    assert "group=builtin%20%C2%B7%20inference%20%C2%B7%20fp32" in page.evaluate("location.hash")
+    assert errors == []
+    page.close()
+
+
 def test_runner_dashboard_subcommand(tmp_path, capsys):
     from benchmarks import cli
 

@@ -64,11 +64,13 @@ def write_site(target: Path, nights: Sequence[Night], rows: pd.DataFrame, title:
     over ``nights``); returns the page's path.  Every two of the last
     ``compare_nights`` nights (and each failed gate's two) are compared;
     the latest night's change is from ``baseline`` (a date; default: the
-    night before it)."""
+    night before it).  Commits link to ``repo_url``, else to the repository
+    the newest night's CI run names."""
     dates = [n.date for n in nights]
     if baseline is not None and baseline not in dates:
         raise UsageError(f"--baseline {baseline}: no such night")
     compared = pairs.comparisons(nights, pairs.pairs_to_compare(nights, compare_nights))
+    repo_url = repo_url or next((n.repository_url for n in reversed(nights) if n.repository_url), None)
     data = page_data(nights, rows, repo_url, dates.index(baseline) if baseline else None, list(compared))
     try:
         target.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,7 @@ UNKNOWN = "-"
 class Night:
     """One night's folder: its name (a date), the verdict of its gate, the
     gate's compare.json (verdict, labels, rows) and the night's metadata
-    (``run_url``: the CI run that made it)."""
+    (night.json: the CI run that made it, ``run_url``, and its repository)."""
 
     date: str
     folder: Path
@@ -58,8 +58,16 @@ class Night:
 
     @property
     def run_url(self) -> str | None:
-        url = self.meta.get("run_url")
-        return url if isinstance(url, str) and url.startswith(("https://", "http://")) else None
+        return _url(self.meta.get("run_url"))
+
+    @property
+    def repository_url(self) -> str | None:
+        return _url(self.meta.get("repository_url"))
+
+
+def _url(value) -> str | None:
+    """An http(s) URL from a night's metadata (nothing else becomes a link)."""
+    return value.rstrip("/") if isinstance(value, str) and value.startswith(("https://", "http://")) else None
 
 
 def find_nights(root: Path) -> list[Night]:

@@ -97,8 +97,16 @@
       target.innerHTML = esc(data.nights[night]) + ": " + commitLinks(night);
     });
   }
-  function draw(id, traces, lay) {
+  function draw(id, traces, lay, what) {
     var div = document.getElementById(id);
+    var empty = what && !traces.some(function (t) { return t.y.some(function (v) { return v !== null; }); });
+    if (empty) {  // a chart with nothing on it says so in a line instead
+      Plotly.purge(div);
+      div.classList.add("empty");
+      div.innerHTML = "<p class=\"none\">" + esc(lay.title.text) + ": no " + esc(what) + " recorded.</p>";
+      return Promise.resolve();
+    }
+    if (div.classList.contains("empty")) { div.classList.remove("empty"); div.innerHTML = ""; }
     var first = !div.data;
     return Plotly.react(div, traces, lay, config).then(function () {
       if (first) { keepDays(div); onClickShowCommit(div); }
@@ -139,7 +147,7 @@
       {title: {text: "speedup (log scale)"}, type: "log"}, from,
       {height: 420, yaxis2: {overlaying: "y", range: [0, 1.05], visible: false, fixedrange: true}}));
   }
-  function simpleTrend(id, title, ytitle, key, yaxis, format) {
+  function simpleTrend(id, title, ytitle, key, yaxis, format, what) {
     var from = rangeStart(), x = dates(from), traces = [];
     lineNames().forEach(function (line) {
       var t = trend(line);
@@ -147,7 +155,7 @@
                    marker: {size: 4}, hovertemplate: "%{x}<br>" + format + " over " + t.n +
                    " models<extra>" + esc(line) + "</extra>"});
     });
-    return draw(id, traces, layout(title, Object.assign({title: {text: ytitle}}, yaxis), from));
+    return draw(id, traces, layout(title, Object.assign({title: {text: ytitle}}, yaxis), from), what);
   }
   function passTrend() {
     var from = rangeStart(), x = dates(from), traces = [];
@@ -166,12 +174,13 @@
   var TRENDS = [
     passTrend,
     function () { return simpleTrend("trend-compile", "Mean first call (trace + compile), fixed set", "seconds",
-                                     "comp", {rangemode: "tozero"}, "%{y:.2f} s"); },
+                                     "comp", {rangemode: "tozero"}, "%{y:.2f} s", "first call"); },
     function () { return simpleTrend("trend-memory", "Peak memory compression (baseline / backend, " +
                                      (group().memory.indexOf("device") === 0 ? "device" : "host") + "), fixed set",
-                                     "ratio (log scale)", "mem", {type: "log"}, "geomean %{y:.3f}x"); },
+                                     "ratio (log scale)", "mem", {type: "log"}, "geomean %{y:.3f}x", "memory peak"); },
     function () { return simpleTrend("trend-headroom", "Headroom captured: share of the zero-overhead limit " +
-                                     "(median, fixed set)", "share", "head", {tickformat: ".0%"}, "%{y:.0%}"); }
+                                     "(median, fixed set)", "share", "head", {tickformat: ".0%"}, "%{y:.0%}",
+                                     "headroom"); }
   ];
 
   // ------------------------------------------------------------------ a model
@@ -222,14 +231,14 @@
     return draw("model-latency", traces, layout(model + ": latency", {title: {text: "ms per iteration"},
                                                                     rangemode: "tozero"}, 0));
   }
-  function modelSimple(id, title, ytitle, key, yaxis, format) {
+  function modelSimple(id, title, ytitle, key, yaxis, format, what) {
     return function (model, series) {
       var traces = [];
       lines(series, function (line, s, color) {
         traces.push({x: data.nights, y: s[key], mode: mode(s[key]), name: line, line: {color: color},
                      marker: {size: 4}, hovertemplate: "%{x}<br>" + format + "<extra>" + esc(line) + "</extra>"});
       });
-      return draw(id, traces, layout(model + ": " + title, Object.assign({title: {text: ytitle}}, yaxis), 0));
+      return draw(id, traces, layout(model + ": " + title, Object.assign({title: {text: ytitle}}, yaxis), 0), what);
     };
   }
   function modelFailures(model, series) {
@@ -251,9 +260,10 @@
   }
   var MODEL_CHARTS = [
     modelSpeedup, modelLatency,
-    modelSimple("model-compile", "first call (trace + compile)", "seconds", "comp", {rangemode: "tozero"}, "%{y:.3f} s"),
+    modelSimple("model-compile", "first call (trace + compile)", "seconds", "comp", {rangemode: "tozero"}, "%{y:.3f} s",
+                "first call"),
     modelSimple("model-headroom", "headroom captured (share of the zero-overhead limit)", "share", "head",
-                {tickformat: ".0%"}, "%{y:.0%}"),
+                {tickformat: ".0%"}, "%{y:.0%}", "headroom"),
     modelFailures
   ];
   function showModel(model) {
