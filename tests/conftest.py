@@ -18,6 +18,7 @@ import torch_xla  # noqa: E402,F401
 
 import copy  # noqa: E402
 import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -33,7 +34,15 @@ def _fresh_dynamo():
         sys.modules["torch._dynamo"].reset()
 
 
-FAULT_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_models")
+# The fake TorchBench package of tests/fault_models, and the per-model
+# settings its runs use (test files import both: ``from conftest import ...``).
+FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
+TINY_CONFIGS = """
+defaults:
+  batch_size: {accelerator: 2, cpu: 2}
+  tolerance: {host: 1.0e-4, xla: 1.0e-2}
+  cosine: false
+"""
 
 
 def _forget_torchbenchmark():
@@ -47,8 +56,8 @@ def fault_models(monkeypatch):
     PYTHONPATH for worker processes); forgotten afterwards, with the
     ``torch.manual_seed`` its models replace."""
     _forget_torchbenchmark()
-    monkeypatch.syspath_prepend(FAULT_MODELS)
-    monkeypatch.setenv("PYTHONPATH", FAULT_MODELS)
+    monkeypatch.syspath_prepend(str(FAULT_MODELS))
+    monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))
     manual_seed = sys.modules["torch"].manual_seed if "torch" in sys.modules else None
     yield
     if manual_seed is not None:

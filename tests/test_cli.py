@@ -14,9 +14,9 @@ import pytest
 
 from benchmarks import cli, results, suite
 from benchmarks.config import RunConfig
+from conftest import FAULT_MODELS
 
 REPO = Path(__file__).resolve().parent.parent
-FAULT_MODELS = REPO / "tests" / "fault_models"
 BUILTIN = suite.list_models("builtin")
 
 

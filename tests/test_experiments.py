@@ -13,20 +13,13 @@ import torch
 
 from benchmarks import accuracy, cli, compare, orchestrate, placement, probes, provenance, results, worker
 from benchmarks.config import RunConfig
-
-FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
-CONFIGS = """
-defaults:
-  batch_size: {accelerator: 2, cpu: 2}
-  tolerance: {host: 1.0e-4, xla: 1.0e-2}
-  cosine: false
-"""
+from conftest import TINY_CONFIGS
 
 
 @pytest.fixture
 def config(tmp_path, fault_models):
     path = tmp_path / "models.yaml"
-    path.write_text(CONFIGS)
+    path.write_text(TINY_CONFIGS)
     return RunConfig(suite="torchbench", backends=("eager",), repeat=3, warmup=1, configs=str(path),
                      output=str(tmp_path / "out.csv"), isolate=False)
 
@@ -39,7 +32,7 @@ def run(argv, capsys):
 
 def _fast(tmp_path, *more):
     configs = tmp_path / "models.yaml"
-    configs.write_text(CONFIGS)
+    configs.write_text(TINY_CONFIGS)
     return ["--suite", "torchbench", "--repeat", "3", "--warmup", "1", "--no-isolate",
             "--configs", str(configs), *more]
 

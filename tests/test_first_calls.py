@@ -14,7 +14,6 @@
 import copy
 import os
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -22,14 +21,7 @@ import torch
 
 from benchmarks import affinity, coldstart, report, worker
 from benchmarks.config import RunConfig
-
-FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
-CONFIGS = """
-defaults:
-  batch_size: {accelerator: 2, cpu: 2}
-  tolerance: {host: 1.0e-4, xla: 1.0e-2}
-  cosine: false
-"""
+from conftest import FAULT_MODELS, TINY_CONFIGS
 
 
 def _forget_torchbenchmark():
@@ -43,7 +35,7 @@ def config(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(FAULT_MODELS))
     manual_seed = torch.manual_seed
     path = tmp_path / "models.yaml"
-    path.write_text(CONFIGS)
+    path.write_text(TINY_CONFIGS)
     yield RunConfig(suite="torchbench", backends=("eager",), repeat=3, warmup=1, configs=str(path),
                     output=str(tmp_path / "out.csv"), isolate=False)
     torch.manual_seed = manual_seed

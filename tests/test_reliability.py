@@ -22,9 +22,9 @@ import pytest
 
 from benchmarks import results, worker
 from benchmarks.config import RunConfig
+from conftest import FAULT_MODELS
 
 REPO = Path(__file__).resolve().parent.parent
-FAULT_MODELS = REPO / "tests" / "fault_models"
 # First calls in the measuring process: these runs count the processes that
 # load a model and time workers; cold first calls (a process per runner) are
 # tested in test_first_calls.py.

@@ -7,13 +7,7 @@ import textwrap
 import pytest
 
 from benchmarks import cli, orchestrate, results
-
-CONFIGS = """
-defaults:
-  batch_size: {accelerator: 2, cpu: 2}
-  tolerance: {host: 1.0e-4, xla: 1.0e-2}
-  cosine: false
-"""
+from conftest import TINY_CONFIGS
 
 
 def run(argv, capsys):
@@ -25,7 +19,7 @@ def run(argv, capsys):
 @pytest.fixture
 def fast(tmp_path, fault_models):
     configs = tmp_path / "models.yaml"
-    configs.write_text(CONFIGS)
+    configs.write_text(TINY_CONFIGS)
     return ["--suite", "torchbench", "--repeat", "2", "--warmup", "1", "--no-cold-start",
             "--configs", str(configs), "--backend", "eager"]
 

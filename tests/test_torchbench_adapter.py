@@ -5,7 +5,6 @@ the process-wide seed override, dict and list inputs, ``test="train"``, a
 missing dependency, missing data, and NotImplementedError for a device."""
 import os
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,8 +12,7 @@ import torch
 from benchmarks import cli, suite, worker
 from benchmarks.config import RunConfig
 from benchmarks.models.spec import Inputs
-
-FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
+from conftest import FAULT_MODELS
 
 
 def _forget_torchbenchmark():

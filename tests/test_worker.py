@@ -1,20 +1,14 @@
 """One model in-process (``worker.run_model``): skips, accuracy in training,
 failures while building a runner, one-line error cells."""
-from pathlib import Path
 
 import pytest
 import torch
 
 from benchmarks import accuracy, placement, worker
 from benchmarks.config import RunConfig
+from conftest import FAULT_MODELS, TINY_CONFIGS
 
-FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
-CONFIGS = """
-defaults:
-  batch_size: {accelerator: 2, cpu: 2}
-  tolerance: {host: 1.0e-4, xla: 1.0e-2}
-  cosine: false
-models:
+CONFIGS = TINY_CONFIGS + """models:
   ok_mlp:
     skip: {training: "no optimizer for this one"}
 """
