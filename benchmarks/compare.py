@@ -102,7 +102,9 @@ class RowComparison:
     medians of the per-repeat backend/baseline ratios, ``change`` is
     ``new_ratio / old_ratio - 1`` (positive = slower relative to the
     baseline) and ``p_value`` the Mann-Whitney p-value of the ratios: these
-    decide the mark.  ``n_old`` / ``n_new`` count the paired ratios.
+    decide the mark; ``change_low`` / ``change_high`` bound ``change`` (a
+    95% bootstrap interval of the ratio of medians) on rows marked slower or
+    faster.  ``n_old`` / ``n_new`` count the paired ratios.
     Latencies (ms per iteration, median of the backend samples, else the
     CSV's) with ``latency_change`` and ``latency_p`` are information unless
     the latency criterion is on.  Speedups are the CSV's, for information.
@@ -127,6 +129,9 @@ class RowComparison:
     new_ratio: float = NAN
     latency_change: float = NAN
     latency_p: float = NAN
+    # 95% bootstrap interval of ``change`` (rows marked slower or faster).
+    change_low: float = NAN
+    change_high: float = NAN
     # The experiment (results.ExperimentKey); not rendered.
     key: Any = field(default=None, compare=False, repr=False)
 
@@ -489,6 +494,9 @@ def _judge_measured(old: _Side, new: _Side, policy: _Policy) -> dict:
         return {**found, "mark": INCONCLUSIVE, "note": _why_untested(old, new, policy.min_samples)}
     found["p_value"] = _mann_whitney(new_ratios, old_ratios)
     mark = _direction(found["change"], found["p_value"], policy.threshold, policy.alpha)
+    if mark in (SLOWER, FASTER):  # how large the change may be, for a reader of the regression
+        low, high = stats.speedup_ci(new_ratios, old_ratios)  # of median(new) / median(old)
+        found.update(change_low=low - 1, change_high=high - 1)
     if policy.latency_criterion and mark != SLOWER:
         by_latency = _direction(found["latency_change"], found["latency_p"], policy.threshold, policy.alpha)
         if by_latency == SLOWER:

@@ -664,7 +664,10 @@ def test_a_failed_gate_lists_what_failed_it_linked_to_both_nights(browser, pair_
     rows = panel.locator("tbody tr").all_inner_texts()
     assert [r.split("\t")[:3] for r in rows] == [["mnasnet1_0", "openxla_eval", "new failure"],
                                                  ["resnet18", "torchxla_trace_once", "slower"]]
-    assert "+2" in rows[1].split("\t")[4]  # the paired ratio's change, about +25%
+    change = rows[1].split("\t")[4]  # the paired ratio's change, about +25%, and its 95% interval
+    value, low, high = (float(v) / 100 for v in re.match(r"([+-][\d.]+)% \[([+-][\d.]+)%, ([+-][\d.]+)%\]$",
+                                                          change).groups())
+    assert 0.2 < value < 0.3 and 0.1 < low < value < high < 0.4
     panel.locator("a", has_text="resnet18").click()
     page.wait_for_function("document.body.dataset.pairShown === '2,3'")
     chosen = page.locator("#pair-table tr.chosen").evaluate_all("trs => trs.map(t => t.dataset.backend)")
