@@ -183,7 +183,10 @@ def merge(shards: Sequence[Shard]) -> tuple[list[dict[str, str]], list[str]]:
 def check_output(out: Path, inputs: Sequence[Path], overwrite: bool) -> None:
     if any(out.resolve() == p.resolve() for p in inputs):
         raise UsageError(f"OUT {out} is also an input; merge into a new file")
-    results.check_output(out, overwrite=overwrite)
+    try:
+        results.check_output(out, overwrite=overwrite)
+    except results.OutputError as err:
+        raise UsageError(str(err)) from None
 
 
 def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str],

@@ -16,11 +16,6 @@ class UsageError(Exception):
     """A bad command line or input file: one line on stderr, exit code 2."""
 
 
-class OutputExists(UsageError):
-    """An output whose files an earlier run wrote: a run needs --output,
-    --resume or --overwrite; a dry run only says so."""
-
-
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse would print the usage block and exit itself
         raise UsageError(message)

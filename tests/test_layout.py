@@ -82,3 +82,13 @@ def test_the_parent_and_merge_do_not_load_torch():
             "print(sorted(m for m in ('torch', 'benchmarks.worker', 'benchmarks.suite') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_data_layer_knows_nothing_of_the_command_line():
+    """The schema and the store raise their own errors; the command lines
+    turn them into usage errors."""
+    graph = import_graph()
+    for module in ("benchmarks.schema", "benchmarks.results"):
+        reach = nx.descendants(graph, module) | {module}
+        assert not [t for t in reach if t in ("benchmarks.usage", "benchmarks.cli")
+                    or t.startswith("benchmarks.cli.")], (module, reach)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..affinity import parse_cpus
 from ..config import RunConfig
-from ..usage import OutputExists, UsageError
+from ..usage import UsageError
 from .flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_REPEAT,
                     DEFAULT_TARGET_CI, DEVICES, PROFILER_TRACE_FOLDER, PROG)
 from .selection import select_models, use_torchbench_dir
@@ -313,13 +313,22 @@ def available_backends() -> list[str]:
     return sorted(set(torch._dynamo.list_backends(exclude_tags=())))
 
 
+class OutputExists(UsageError):
+    """The output's files are an earlier run's: a run stops, a dry run says so."""
+
+
 def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: str = "performance") -> None:
     """Refuse an output that cannot be written, or one that would be lost
     (``OutputExists``, which a dry run reports instead), or a --resume of
     a file this run cannot complete."""
-    from ..results import check_output as check
+    from .. import results
 
-    check(csv_path, overwrite=overwrite, resume=resume)
+    try:
+        results.check_output(csv_path, overwrite=overwrite, resume=resume)
+    except results.OutputExists as err:
+        raise OutputExists(str(err)) from None
+    except results.OutputError as err:
+        raise UsageError(str(err)) from None
     if resume and csv_path.exists() and csv_path.stat().st_size > 0:
         _check_resumable(csv_path, mode)
 
