@@ -18,7 +18,9 @@ A run writes five files that share a stem (``results/<stem>.*``,
 Offers the paths, ``check_output`` (an ``OutputError`` for an output that
 cannot be written or would be lost), ``append_rows`` / ``read_rows`` /
 ``empty_frame``, ``sample_record`` / ``append_samples`` / ``read_samples``,
-``append_graph_breaks`` / ``read_graph_breaks``.
+``append_graph_breaks`` / ``read_graph_breaks``. It stays one module
+because every file shares its few low-level writers (one line per
+``os.write``, headers checked under a lock) and its rules for torn lines.
 
 Crash safety: every record is one complete line handed to a single
 ``os.write`` on an ``O_APPEND`` descriptor, followed by ``fsync``, so killing

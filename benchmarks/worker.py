@@ -33,6 +33,11 @@ The process applies the run's CPU affinity and thread counts (``affinity``; the 
 every runner: torch's intra-op threads and XLA's CPU client, sized by
 ``NPROC``) and, with ``compile_cache``, torch_xla's persistent compilation
 cache, before XLA starts.
+
+It is one module of some 600 lines because it is one process's work, in the
+order the process does it (settings, first calls, load, measure or check,
+diagnostics): splitting it would pass the same handful of objects (config,
+benches, runners, probes) across modules for no reader's gain.
 """
 from __future__ import annotations
 
