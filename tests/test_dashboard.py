@@ -9,6 +9,7 @@ the page opens with 365 nights x 40 models x 4 backends.
 import json
 import math
 import re
+import statistics
 import time
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def history_frames(nights, models, backends, seed=0, failures=(), noise=0.02, ba
     for n, m, b, size in batch_changes:
         batch[(night >= n) & (name == m) & (backend == b)] = size
     ok = np.where(broken, np.nan, 1.0)
-    limit = level * 1.2
+    limit = np.maximum(level, 1.0) * 1.25  # the zero-overhead limit: above 1, above most speedups
     df = pd.DataFrame({
         "dev": "cpu", "name": name, "batch_size": batch, "speedup": speedup * ok,
         "abs_latency": base / speedup * ok, "compilation_latency": rng.uniform(0.5, 3.0, night.size) * ok,
@@ -496,7 +497,7 @@ def test_links_point_at_each_nights_commit(small_page, small_site):
     assert caption.endswith(COMMITS[len(dates) - 1])
     # A click on a point names the commit of that night.
     page.evaluate("""() => { const div = document.getElementById('trend-speedup');
-        div.emit('plotly_click', {points: [{x: div.data[2].x[4]}]}); }""")
+        div.emit('plotly_click', {points: [{x: div.data.find(t => t.showlegend !== false).x[4]}]}); }""")
     assert page.locator("#trend-speedup-clicked a.commit").get_attribute("href").endswith(COMMITS[4])
 
 
@@ -722,8 +723,9 @@ def test_screenshot_is_not_blank(small_page, tmp_path):
     _assert_not_blank(chart)
 
 
-# Generous bound for a loaded 2-core machine; the measured figure is printed.
+# Generous bound for a loaded 2-core machine; the measured figures are printed.
 YEAR_LOAD_LIMIT_S = 20.0
+YEAR_LOADS = 3
 YEAR_MODELS = [f"model_{i:02d}" for i in range(40)]
 YEAR_BACKENDS = ["inductor", "openxla_eval", "torchxla_trace_once", "torchxla_trivial"]
 YEAR_FAILURES = [(n, YEAR_MODELS[n % 40], YEAR_BACKENDS[n % 4]) for n in range(0, 365, 7)]
@@ -762,11 +764,13 @@ def test_a_year_of_history_opens_fast(browser, tmp_path, capsys):
               for i, (date, _) in enumerate(frames)]
     history = dashboard.combine([(i, df) for i, (_, df) in enumerate(frames)])
     index = dashboard.write_site(tmp_path / "site", nights, history)
-    first_s, load_s, select_s = _check_year_page(browser, index, tmp_path)
+    loads = [_check_year_page(browser, index, tmp_path) for _ in range(YEAR_LOADS)]
+    first_s, load_s, select_s = (statistics.median(values) for values in zip(*loads))
     with capsys.disabled():
         print(f"\n[dashboard, 365 nights x 40 models x 4 backends] page {index.stat().st_size / 1e6:.2f} MB "
-              f"(site {_site_mb(index):.1f} MB), first chart drawn {first_s:.2f} s, every chart drawn "
-              f"{load_s:.2f} s, select a model {select_s:.2f} s")
+              f"(site {_site_mb(index):.1f} MB); medians of {YEAR_LOADS} loads: first chart drawn {first_s:.2f} s "
+              f"({', '.join(f'{f:.2f}' for f, _, _ in loads)}), every chart drawn {load_s:.2f} s, "
+              f"select a model {select_s:.2f} s")
     assert load_s < YEAR_LOAD_LIMIT_S
 
 

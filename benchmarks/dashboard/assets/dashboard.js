@@ -117,17 +117,25 @@
   function trend(line) { return (group().trends[line] || {ranges: {}}).ranges[state.range]; }
   function lineNames() { return group().lines.filter(function (l) { return trend(l); }); }
 
-  function bandTraces(x, t, line, color, hi, lo) {
-    return [{x: x, y: hi, mode: "lines", line: {width: 0}, hoverinfo: "skip", showlegend: false, legendgroup: line,
-             name: line + " band"},
-            {x: x, y: lo, mode: "lines", line: {width: 0}, fill: "tonexty", fillcolor: rgba(color, 0.2),
-             hoverinfo: "skip", showlegend: false, legendgroup: line, name: line + " band"}];
+  function bandTrace(x, line, color, hi, lo) {
+    // One closed shape per run of nights with an interval: a band never
+    // bridges a night without one, as the line does not.
+    var xs = [], ys = [], i = 0, j, k;
+    while (i < x.length) {
+      if (lo[i] === null || hi[i] === null) { i++; continue; }
+      for (j = i; j < x.length && lo[j] !== null && hi[j] !== null; j++) { xs.push(x[j]); ys.push(hi[j]); }
+      for (k = j - 1; k >= i; k--) { xs.push(x[k]); ys.push(lo[k]); }
+      xs.push(null); ys.push(null);
+      i = j;
+    }
+    return {x: xs, y: ys, mode: "lines", line: {width: 0}, fill: "toself", fillcolor: rgba(color, 0.2),
+            hoverinfo: "skip", showlegend: false, legendgroup: line, name: line + " band"};
   }
   function speedupTrend() {
     var from = rangeStart(), x = dates(from), traces = [];
     lineNames().forEach(function (line) {
       var t = trend(line), color = data.colors[line];
-      traces = traces.concat(bandTraces(x, t, line, color, t.hi, t.lo));
+      traces.push(bandTrace(x, line, color, t.hi, t.lo));
       traces.push({x: x, y: t.geo, mode: mode(t.geo), name: line + " (" + t.n + " of " + t.models + " models)",
                    legendgroup: line, line: {color: color}, marker: {size: 4}, meta: line,
                    customdata: t.lo.map(function (lo, i) { return [lo, t.hi[i]]; }),
@@ -194,7 +202,7 @@
   function modelSpeedup(model, series) {
     var x = data.nights, traces = [], annotations = [], shapes = [];
     lines(series, function (line, s, color) {
-      traces = traces.concat(bandTraces(x, null, line, color, s.hi, s.lo));
+      traces.push(bandTrace(x, line, color, s.hi, s.lo));
       traces.push({x: x, y: s.sp, mode: mode(s.sp), name: line, legendgroup: line, line: {color: color},
                    marker: {size: 4}, customdata: s.bs.map(function (b, i) { return [b, hoverCommit(s, i)]; }),
                    hovertemplate: "%{x}<br>speedup %{y:.3f}x<br>batch size %{customdata[0]}<br>commit " +
