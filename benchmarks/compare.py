@@ -333,6 +333,11 @@ def _load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], _Side]
     return run, df
 
 
+def paired_ratios(csv_path: str | os.PathLike) -> dict[results.ExperimentKey, tuple[float, ...]]:
+    """The per-repeat backend/baseline ratios of each experiment of a run."""
+    return {key: side.ratios for key, side in _load_run(csv_path)[0].items()}
+
+
 def _pool(sides: Sequence[_Side]) -> _Side:
     """One experiment over several runs, oldest first: the newest run's row
     (status, settings, CSV numbers) with the paired samples of every run in

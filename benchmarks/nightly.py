@@ -5,20 +5,26 @@ In one go (``make nightly``)::
     python -m benchmarks.nightly [--root results/nightly] [--date D] [--backends B] [-- RUNNER FLAGS]
 
 runs every backend on the full suite into ``ROOT/<date>/performance.csv``
-(raw samples, markdown report and plot beside it), then gates it against the
-newest earlier night under ROOT, writing ``compare.md``, ``compare.json`` and
-``compare.png`` beside it.  Exit status: the gate's (0 pass -- also on the
-first night, with nothing to compare --, 1 fail, 2 bad input).  Rerunning
-the same date completes that night (``--resume``) instead of starting over.
+(raw samples, markdown report and plot beside it, ``night.json`` saying
+whether it finished), then gates it (``benchmarks.gate``): against the
+paired ratios of the last 7 complete nights under ROOT pooled, slower rows
+measured again before they fail it, writing ``compare.md``, ``compare.json``
+and ``compare.png`` beside it.  Exit status: the gate's (0 pass -- also on
+the first night, which says it had no baseline --, 1 fail, 2 bad input).
+Rerunning the same date completes that night (``--resume``) instead of
+starting over.
 
 Step by step, as the CI workflow (``.github/workflows/nightly.yml``) runs it
 through ``make nightly-*`` targets::
 
     plan  --shards N             print "date=D", "count=N", "shards=[0, ..., N-1]" (GitHub step outputs)
     shard --shards N --shard I   shard I of N into ROOT/D/shards/shard-I.csv (resumes a partial one)
-    merge                        ROOT/D/shards/shard-*.csv -> ROOT/D/performance.csv (and, in
-                                 GitHub Actions, the run's URL into ROOT/D/night.json)
-    gate [COMPARE FLAGS]         compare with the newest earlier night, as above
+                                 and shard-I.json (its models, settings, whether it finished)
+    merge [--shards N]           ROOT/D/shards/shard-*.csv -> ROOT/D/performance.csv, and
+                                 ROOT/D/night.json: partial when a shard is lost or unfinished
+                                 (and, in GitHub Actions, the run's URL)
+    gate [COMPARE FLAGS]         judge the night, as above (--baseline-nights K, --pin DATE,
+                                 --previous CSV, --no-confirm)
     fetch-history                check out the results branch as ROOT (a git worktree)
     publish                      commit ROOT/D's merged files to the results branch and push
 
@@ -55,6 +61,8 @@ RESULTS_BRANCH = "nightly-results"
 PUBLISHED = ("performance.csv", "performance.jsonl", "performance.md", "performance.png",
              "performance_graph_breaks.csv", "night.json", "compare.md", "compare.json", "compare.png")
 NIGHT_META = "night.json"  # what is known of the night beyond its rows: the CI run that made it
+# What every night's runner is given (the rest: backends, selection, output, runner_args).
+NIGHT_FLAGS = ("--performance", "--use-xla-baseline", "--randomize-input")
 # Runner flags each step sets itself.
 OWNED_FLAGS = {"--output", "--output-directory", "--resume", "--overwrite", "--backend",
                "--total-partitions", "--partition-id"}
@@ -73,12 +81,6 @@ def shard_csv(root: Path, date: str, shard: int) -> Path:
     return night_dir(root, date) / SHARDS_DIR / f"shard-{shard}.csv"
 
 
-def previous_run(root: Path, date: str) -> Path | None:
-    """The newest nightly result strictly before ``date``."""
-    earlier = sorted(p for p in root.glob(f"*/{RESULT}") if DATE.match(p.parent.name) and p.parent.name < date)
-    return earlier[-1] if earlier else None
-
-
 # --------------------------------------------------------------------------
 # Arguments
 
@@ -94,6 +96,12 @@ def _date(text: str) -> str:
     if not DATE.match(text):
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}")
     return text
+
+
+def _nights(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of nights >= 1, got {text!r}")
+    return int(text)
 
 
 def _shards(text: str) -> int:
@@ -128,8 +136,21 @@ def _parser(step: str | None) -> argparse.ArgumentParser:
     if step == "shard":
         p.add_argument("--shards", type=_shards, required=True, help="number of shards")
         p.add_argument("--shard", type=int, required=True, help="this shard, 0-based")
+    if step == "merge":
+        p.add_argument("--shards", type=_shards, help="the shards the plan made (default: what the "
+                                                      "shards' records say)")
     if step in (None, "gate"):
-        p.add_argument("--previous", type=Path, help="the reference CSV (default: the newest earlier night)")
+        from benchmarks import history
+        from benchmarks.cli import compare as compare_cli
+
+        p.add_argument("--baseline-nights", type=_nights, default=history.DEFAULT_NIGHTS, metavar="K",
+                       help="judge against the paired ratios of the last K complete nights pooled "
+                            f"(default {history.DEFAULT_NIGHTS}; 1: night to night)")
+        p.add_argument("--pin", type=_date, metavar="DATE", help="judge against this complete night alone")
+        p.add_argument("--previous", type=Path, metavar="CSV", help="judge against this run alone")
+        p.add_argument("--no-confirm", dest="confirm", action="store_false",
+                       help="fail on slower rows without measuring them again first")
+        compare_cli.add_policy(p)
     if step in ("fetch-history", "publish"):
         p.add_argument("--branch", default=RESULTS_BRANCH, help=f"results branch (default {RESULTS_BRANCH})")
         p.add_argument("--remote", default="origin", help="git remote (default origin)")
@@ -158,8 +179,7 @@ def _runner_flags(args: argparse.Namespace, csv_path: Path) -> list[str]:
     clash = sorted(OWNED_FLAGS.intersection(a.split("=")[0] for a in args.runner_args))
     if clash:
         raise UsageError(f"the nightly job sets {', '.join(clash)} itself")
-    flags = ["--performance", "--use-xla-baseline", "--randomize-input", "--backend", args.backends,
-             "--output", str(csv_path)]
+    flags = [*NIGHT_FLAGS, "--backend", args.backends, "--output", str(csv_path)]
     for regex in args.filter:
         flags += ["-k", regex]
     flags += args.runner_args
@@ -168,14 +188,49 @@ def _runner_flags(args: argparse.Namespace, csv_path: Path) -> list[str]:
     return flags
 
 
+def _runner_record(args: argparse.Namespace) -> dict:
+    """The night's runner settings as night.json keeps them: a confirmation
+    re-run repeats ``flags`` for one model (``benchmarks.gate``)."""
+    return {"flags": [*NIGHT_FLAGS, *args.runner_args], "backends": args.backends, "filter": args.filter}
+
+
+def planned_models(runner: dict, shards: int, shard: int) -> list[str] | None:
+    """The models shard ``shard`` of ``shards`` runs with these settings
+    (the runner's own selection); None when they cannot be worked out here."""
+    from benchmarks.cli import flags, selection
+
+    argv = [*runner["flags"], "--backend", runner["backends"], *[f for r in runner["filter"] for f in ("-k", r)],
+            "--total-partitions", str(shards), "--partition-id", str(shard)]
+    try:
+        args = flags.build_parser().parse_args(argv)
+        selection.use_torchbench_dir(args)
+        return selection.select_models(args)
+    except (UsageError, ImportError, OSError):
+        return None
+
+
+def _shard_record(args: argparse.Namespace, shards: int, shard: int) -> dict:
+    """What a shard is to run, before it runs (``finished: false`` until it has)."""
+    runner = _runner_record(args)
+    return {"shard": shard, "shards": shards, "runner": runner,
+            "models": planned_models(runner, shards, shard) or [], "finished": False}
+
+
 def shard(args: argparse.Namespace) -> int:
-    """Shard ``--shard`` of ``--shards`` into ROOT/D/shards/shard-I.csv."""
+    """Shard ``--shard`` of ``--shards`` into ROOT/D/shards/shard-I.csv, and
+    its record shard-I.json (a job killed on the way leaves ``finished: false``)."""
     if not 0 <= args.shard < args.shards:
         raise UsageError(f"--shard must be in [0, {args.shards - 1}], got {args.shard}")
     csv_path = shard_csv(args.root, args.date, args.shard)
     flags = _runner_flags(args, csv_path) + ["--total-partitions", str(args.shards),
                                              "--partition-id", str(args.shard)]
-    return _runner(flags)
+    from benchmarks import history
+
+    meta, record = history.shard_meta_path(csv_path.parent, args.shard), _shard_record(args, args.shards, args.shard)
+    history.write_json(meta, record)
+    code = _runner(flags)
+    history.write_json(meta, {**record, "finished": code == 0, "exit_code": code})
+    return code
 
 
 def merge(args: argparse.Namespace) -> int:
@@ -192,6 +247,8 @@ def merge(args: argparse.Namespace) -> int:
     code = merge_mod.main([str(out), *map(str, shards), "--overwrite"])
     if code == 0:
         record_ci_run(night_dir(args.root, args.date), os.environ)
+        merged = [int(p.stem.split("-")[1]) for p in shards]
+        _record_night(args.root, args.date, history_records(args.root, args.date), merged, args.shards)
     return code
 
 
@@ -221,31 +278,58 @@ def record_ci_run(folder: Path, env: Mapping[str, str]) -> None:
     tmp.replace(path)
 
 
-def gate(args: argparse.Namespace, compare_flags: Sequence[str] = ()) -> int:
-    """Compare the night with ``--previous`` or the newest earlier night."""
-    tonight = night_dir(args.root, args.date)
-    csv_path = tonight / RESULT
-    if not csv_path.exists():
-        raise UsageError(f"{csv_path} not found: run (or merge) the night first")
-    previous = args.previous or previous_run(args.root, args.date)
-    if previous is None:
-        print(f"nightly: first night under {args.root}; nothing to compare with", file=sys.stderr)
-        return 0
-    print(f"nightly: comparing with {previous}", file=sys.stderr)
-    from benchmarks import cli
+def history_records(root: Path, date: str) -> dict[int, dict]:
+    from benchmarks import history
 
-    return cli.compare_main([str(previous), str(csv_path), *compare_flags,
-                             "--markdown", str(tonight / "compare.md"), "--json", str(tonight / "compare.json"),
-                             "--plot", str(tonight / "compare.png")], prog="nightly gate")
+    return history.shard_records(night_dir(root, date) / SHARDS_DIR)
+
+
+def _record_night(root: Path, date: str, records: dict[int, dict], merged: list[int],
+                  expected: int | None) -> None:
+    """Write the night's night.json; say loudly when the night is partial."""
+    from benchmarks import history, results
+
+    rows = results.read_rows(night_dir(root, date) / RESULT)
+    count = expected or next((r["shards"] for r in records.values() if isinstance(r.get("shards"), int)), None)
+    runner = next((r["runner"] for r in records.values() if isinstance(r.get("runner"), dict)), None)
+    lost = [i for i in range(count or 0) if i not in merged]
+    planned = {i: planned_models(runner, count, i) or [] for i in lost} if runner and count else {}
+    record = history.night_record(date, records, merged, set(rows["name"].dropna()), expected, planned)
+    history.update_json(night_dir(root, date) / history.NIGHT_FILE, record)
+    if record["partial"]:
+        print(f"nightly: PARTIAL NIGHT {date}: {record['partial']}; it will never be a baseline",
+              file=sys.stderr)
+
+
+def gate(args: argparse.Namespace) -> int:
+    """Judge the night (``benchmarks.gate``): against ``--previous``, a
+    ``--pin``-ned night or the last ``--baseline-nights`` complete nights."""
+    from benchmarks import gate as gating
+    from benchmarks.cli import compare as compare_cli
+
+    compare_cli.check_policy(args)
+    policy = gating.Policy(args.threshold, args.alpha, args.min_samples, args.latency_criterion,
+                           args.allow_removed, args.fail_on_inconclusive)
+    return gating.run(args.root, args.date, policy, window=args.baseline_nights, pin=args.pin,
+                      previous=args.previous,
+                      remeasure=gating.remeasure_with_runner if args.confirm else None)
 
 
 def run_all(args: argparse.Namespace) -> int:
-    """The whole night on this machine, then the gate."""
-    code = _runner(_runner_flags(args, night_dir(args.root, args.date) / RESULT))
-    if code != 0:
-        return code
-    record_ci_run(night_dir(args.root, args.date), os.environ)
-    return gate(args)
+    """The whole night on this machine (recorded in night.json as one
+    shard), then the gate."""
+    from benchmarks import history
+
+    folder = night_dir(args.root, args.date)
+    flags = _runner_flags(args, folder / RESULT)
+    record = _shard_record(args, 1, 0)
+    # Partial until the runner has finished: a night killed on the way is never a baseline.
+    history.update_json(folder / history.NIGHT_FILE, history.night_record(args.date, {0: record}, [0], set(), 1))
+    code = _runner(flags)
+    if (folder / RESULT).is_file():
+        _record_night(args.root, args.date, {0: {**record, "finished": code == 0, "exit_code": code}}, [0], 1)
+        record_ci_run(folder, os.environ)
+    return code if code != 0 else gate(args)
 
 
 # --------------------------------------------------------------------------
@@ -267,21 +351,30 @@ def fetch_history(args: argparse.Namespace) -> int:
     root = args.root
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} exists and is not empty; fetch the history into a fresh folder")
+    from benchmarks import history
+
     found = _git("fetch", "--depth=1", args.remote, f"refs/heads/{args.branch}", check=False)
     if found.returncode == 0:
         _git("worktree", "add", "--detach", str(root), "FETCH_HEAD")
+        history.write_state(root, branch=args.branch, remote=args.remote, exists=True)
         nights = sorted(p.name for p in root.iterdir() if DATE.match(p.name))
         print(f"nightly: {len(nights)} earlier night(s) from {args.remote}/{args.branch} in {root}",
               file=sys.stderr)
         return 0
     if _git("ls-remote", "--exit-code", "--heads", args.remote, args.branch, check=False).returncode != 2:
-        raise UsageError(f"cannot fetch {args.branch} from {args.remote}: {found.stderr.strip()}")
+        # The gate reads this: a night judged without the history it exists
+        # to be judged against must fail, not pass as a first night.
+        error = f"cannot fetch {args.branch} from {args.remote}: {found.stderr.strip()}"
+        history.write_state(root, branch=args.branch, remote=args.remote, exists=True,
+                            error=(error.splitlines() or [error])[-1])
+        raise UsageError(error)
     _git("worktree", "add", "--detach", str(root), "HEAD")
     _git("checkout", "--orphan", f"{args.branch}-new", cwd=root)
     _git("rm", "-r", "-q", "--cached", ".", cwd=root, check=False)
     for path in root.iterdir():
         if path.name != ".git":
             _remove(path)
+    history.write_state(root, branch=args.branch, remote=args.remote, exists=False)
     print(f"nightly: {args.remote} has no branch {args.branch} yet; {root} starts it", file=sys.stderr)
     return 0
 
@@ -325,10 +418,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rest = argv[1:] if step else argv
 
     def body() -> int:
-        if step == "gate":
-            # compare's own flags (--allow-removed, --threshold 0.1, ...) pass through.
-            args, compare_flags = _parser(step).parse_known_args(rest)
-            return gate(args, compare_flags)
         args = _parser(step).parse_args(rest)
         return STEPS[step](args) if step else run_all(args)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from benchmarks import nightly, results
+from benchmarks import history, nightly, results
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
@@ -155,7 +155,8 @@ def test_gate_compares_with_the_newest_earlier_night(tmp_path, capsys):
     place_run(FIXTURES / "new.csv", tmp_path / "2026-01-02" / "performance.csv")
     place_run(FIXTURES / "old.csv", tmp_path / "2026-01-03" / "performance.csv")  # later: ignored
     (tmp_path / "notes").mkdir()
-    assert nightly.main(["gate", "--root", str(tmp_path), "--date", "2026-01-02"]) == 1
+    assert nightly.main(["gate", "--root", str(tmp_path), "--date", "2026-01-02", "--baseline-nights", "1",
+                         "--no-confirm"]) == 1
     night = tmp_path / "2026-01-02"
     verdict = json.loads((night / "compare.json").read_text())
     assert verdict["verdict"] == "FAIL (1 slower, 1 new failure, 1 removed)"
@@ -163,7 +164,7 @@ def test_gate_compares_with_the_newest_earlier_night(tmp_path, capsys):
     assert "2026-01-01/performance.csv → 2026-01-02/performance.csv" in (night / "compare.md").read_text()
     with Image.open(night / "compare.png") as png:
         assert png.format == "PNG"
-    assert "comparing with" in capsys.readouterr().err
+    assert "baseline: the previous complete night, 2026-01-01 (night to night)" in capsys.readouterr().err
 
 
 def test_gate_passes_compare_flags_through(tmp_path, capsys):
@@ -176,11 +177,12 @@ def test_gate_passes_compare_flags_through(tmp_path, capsys):
     assert "--alpha must be between 0 and 1" in capsys.readouterr().err
 
 
-def test_gate_first_night_passes_and_writes_nothing(tmp_path, capsys):
+def test_gate_first_night_passes_and_says_it_had_no_baseline(tmp_path, capsys):
     place_run(FIXTURES / "new.csv", tmp_path / "2026-01-02" / "performance.csv")
     assert nightly.main(["gate", "--root", str(tmp_path), "--date", "2026-01-02"]) == 0
-    assert "nothing to compare with" in capsys.readouterr().err
-    assert not (tmp_path / "2026-01-02" / "compare.md").exists()
+    assert capsys.readouterr().err.startswith("# NO BASELINE: night 2026-01-02")
+    assert (tmp_path / "2026-01-02" / "compare.md").read_text().startswith("# NO BASELINE")
+    assert not (tmp_path / "2026-01-02" / "compare.png").exists()
 
 
 def test_gate_without_the_night_is_exit_2(tmp_path, capsys):
@@ -188,11 +190,11 @@ def test_gate_without_the_night_is_exit_2(tmp_path, capsys):
     assert "run (or merge) the night first" in capsys.readouterr().err
 
 
-def test_previous_run_ignores_other_folders(tmp_path):
+def test_earlier_nights_ignore_other_folders(tmp_path):
     for name in ("2026-01-01", "latest", "2026-01-01-rerun"):
         place_run(FIXTURES / "old.csv", tmp_path / name / "performance.csv")
-    assert nightly.previous_run(tmp_path, "2026-01-02") == tmp_path / "2026-01-01" / "performance.csv"
-    assert nightly.previous_run(tmp_path, "2026-01-01") is None
+    assert history.night_folders(tmp_path, "2026-01-02") == [tmp_path / "2026-01-01"]
+    assert history.night_folders(tmp_path, "2026-01-01") == []
 
 
 # --------------------------------------------------------------------------
@@ -229,7 +231,9 @@ def test_results_branch_round_trip(repository):
     history = work / "results" / "nightly"
     first = _make("nightly-history", work)
     assert first.returncode == 0 and "has no branch nightly-results yet" in first.stderr, first.stderr
-    assert [p.name for p in history.iterdir()] == [".git"]  # an empty worktree, not the project
+    # An empty worktree, not the project; the gate learns the branch is new.
+    assert sorted(p.name for p in history.iterdir()) == [".git", ".history.json"]
+    assert json.loads((history / ".history.json").read_text())["exists"] is False
     night = place_run(FIXTURES / "old.csv", history / "2026-01-01" / "performance.csv").parent
     (night / "compare.md").write_text("# no comparison on the first night\n")
     split_into_shards(FIXTURES / "old.csv", night / "shards")
@@ -242,6 +246,7 @@ def test_results_branch_round_trip(repository):
     _git("worktree", "remove", "--force", str(history), cwd=work)
     again = _make("nightly-history", work)
     assert again.returncode == 0 and "1 earlier night(s)" in again.stderr, again.stderr
+    assert json.loads((history / ".history.json").read_text())["exists"] is True
     assert (history / "2026-01-01" / "performance.csv").read_bytes() == (FIXTURES / "old.csv").read_bytes()
     place_run(FIXTURES / "new.csv", history / "2026-01-02" / "performance.csv")
     assert _make("nightly-publish", work, NIGHTLY_DATE="2026-01-02").returncode == 0
@@ -293,8 +298,9 @@ def test_first_night_writes_a_dated_run_and_compares_nothing(two_nights):
     night = root / "2026-01-01"
     for name in ("performance.csv", "performance.jsonl", "performance.md", "performance.png"):
         assert (night / name).stat().st_size > 0, name
-    assert "nothing to compare with" in first.stderr
-    assert not (night / "compare.md").exists()
+    assert "# NO BASELINE: night 2026-01-01" in first.stderr
+    assert (night / "compare.md").read_text().startswith("# NO BASELINE")
+    assert history.read_night(night).meta["partial"] == ""  # the run finished: a complete night
     assert "![speedups](performance.png)" in (night / "performance.md").read_text()
 
 

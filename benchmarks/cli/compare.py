@@ -25,6 +25,15 @@ def _compare_parser(prog: str | None) -> argparse.ArgumentParser:
     )
     parser.add_argument("old", metavar="OLD", help="results CSV of the reference run")
     parser.add_argument("new", metavar="NEW", help="results CSV of the run to judge")
+    add_policy(parser)
+    parser.add_argument("--markdown", metavar="PATH", help="also write the markdown comparison here")
+    parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
+    parser.add_argument("--plot", metavar="PATH", help="also write the comparison chart (PNG) here")
+    return parser
+
+
+def add_policy(parser: argparse.ArgumentParser) -> None:
+    """The flags that say how rows are judged (compare and the nightly gate)."""
     parser.add_argument("--threshold", type=float, default=0.05,
                         help="smallest relative change of the ratio that counts (default 0.05 = 5%%)")
     parser.add_argument("--alpha", type=float, default=0.05,
@@ -37,19 +46,20 @@ def _compare_parser(prog: str | None) -> argparse.ArgumentParser:
                         help="pass even if rows of OLD are missing from NEW")
     parser.add_argument("--fail-on-inconclusive", action="store_true",
                         help="fail when a row has too few samples to test")
-    parser.add_argument("--markdown", metavar="PATH", help="also write the markdown comparison here")
-    parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
-    parser.add_argument("--plot", metavar="PATH", help="also write the comparison chart (PNG) here")
-    return parser
 
 
-def _check_compare_args(args: argparse.Namespace) -> None:
+def check_policy(args: argparse.Namespace) -> None:
+    """Refuse policy values no comparison can use (``add_policy``'s flags)."""
     if not (math.isfinite(args.threshold) and args.threshold >= 0):
         raise UsageError(f"--threshold must be a number >= 0, got {args.threshold:g}")
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
     if args.min_samples < 2:
         raise UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
+
+
+def _check_compare_args(args: argparse.Namespace) -> None:
+    check_policy(args)
     from ..results import files_beside
 
     if Path(args.old).resolve() == Path(args.new).resolve():

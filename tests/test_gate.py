@@ -1,0 +1,345 @@
+"""Tests of the nightly gate (benchmarks.gate, benchmarks.history): the
+stable baseline that catches a slow drift, partial nights kept out of it,
+the confirmation re-run, and a night with no baseline.
+
+Nights are written here from chosen per-repeat ratios (the gate judges
+backend/baseline ratios paired by repeat), with seeded noise.
+"""
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import compare, gate, history, nightly, results
+
+DRIFT, STEADY = "torchxla_trace_once", "openxla_eval"
+REPEATS = 8
+
+
+def _write_night(root, date, ratios, seed=0, spread=0.01, models=("m1", "m2"), cpu=("Xeon", 2)):
+    """Night ``date``: each model on each backend of ``ratios`` (backend ->
+    median ratio), REPEATS paired repeats with ``spread`` relative noise."""
+    rng = np.random.default_rng(seed)
+    rows, records = [], []
+    for name in models:
+        for backend, ratio in ratios.items():
+            base = 0.01 * (1 + rng.uniform(-0.2, 0.2, REPEATS))  # the machine's state moves both
+            timed = base * ratio * (1 + rng.uniform(-spread, spread, REPEATS))
+            rows.append(dict(dev="cpu", name=name, batch_size=1, backend=backend, baseline="xla",
+                             suite="builtin", mode="inference", dtype="fp32", dynamic="static",
+                             speedup=float(np.median(base) / np.median(timed)),
+                             abs_latency=float(np.median(timed)) * 1e3, status="pass",
+                             cpu_model=cpu[0], cpu_count=cpu[1]))
+            key = {k: v for k, v in results.key_fields(rows[-1]).items() if k not in ("name", "backend")}
+            records += [results.sample_record(name, backend, "baseline", base, **key),
+                        results.sample_record(name, backend, "backend", timed, **key)]
+    csv_path = root / date / "performance.csv"
+    results.append_rows(csv_path, rows)
+    results.append_samples(results.samples_path(csv_path), records)
+    return csv_path
+
+
+def _gate(root, date, *flags):
+    return nightly.main(["gate", "--root", str(root), "--date", date, *flags])
+
+
+def _verdict(root, date):
+    return json.loads((root / date / "compare.json").read_text())
+
+
+DATES = [f"2026-01-0{i}" for i in range(1, 10)]
+
+
+# --------------------------------------------------------------------------
+# A slow drift: 3% a night for six nights
+
+
+@pytest.fixture
+def drifting(tmp_path):
+    """Night 1 as it was, then six nights in which one backend gets 3%
+    slower each night (the other stays put)."""
+    for night in range(7):
+        _write_night(tmp_path, DATES[night], {DRIFT: 0.8 * 1.03 ** night, STEADY: 0.9}, seed=night)
+    return tmp_path
+
+
+def test_night_to_night_passes_every_night_of_a_slow_drift(drifting, capsys):
+    for date in DATES[1:7]:
+        assert _gate(drifting, date, "--baseline-nights", "1", "--no-confirm") == 0, date
+        verdict = _verdict(drifting, date)
+        assert verdict["verdict"] == "PASS" and "night to night" in verdict["baseline"]
+        changes = [row["change"] for row in verdict["rows"] if row["backend"] == DRIFT]
+        assert all(0.0 < c < 0.05 for c in changes), changes  # each step under the threshold
+
+
+def test_the_stable_baseline_catches_the_drift_by_night_7_and_names_itself(drifting, capsys):
+    codes = {date: _gate(drifting, date, "--no-confirm") for date in DATES[1:7]}
+    failed = [date for date, code in codes.items() if code == 1]
+    assert failed and failed[0] <= DATES[6], codes
+    first = _verdict(drifting, failed[0])
+    assert first["verdict"] == "FAIL (2 slower)"
+    assert {(r["name"], r["backend"]) for r in first["rows"] if r["mark"] == "slower"} == {
+        ("m1", DRIFT), ("m2", DRIFT)}
+    assert "complete night(s) pooled" in first["baseline"]
+    # Every output says which baseline it used.
+    markdown = (drifting / failed[0] / "compare.md").read_text()
+    assert f"- baseline: {first['baseline']}" in markdown
+    assert f"baseline: {first['baseline']}" in capsys.readouterr().out
+    # Once caught, the drift stays caught while it goes on.
+    assert all(codes[date] == 1 for date in DATES[1:7] if date >= failed[0])
+
+
+def test_one_noisy_night_does_not_move_the_stable_baseline(tmp_path):
+    """A night 8% off among steady ones: judged against it, tomorrow would
+    look 7% faster; against the pooled week it is what it is."""
+    for night in range(6):
+        _write_night(tmp_path, DATES[night], {DRIFT: 1.08 if night == 5 else 1.0}, seed=night)
+    _write_night(tmp_path, DATES[6], {DRIFT: 1.0}, seed=6)
+    assert _gate(tmp_path, DATES[6], "--baseline-nights", "1", "--no-confirm") == 0
+    assert {r["mark"] for r in _verdict(tmp_path, DATES[6])["rows"]} == {compare.FASTER}
+    assert _gate(tmp_path, DATES[6], "--no-confirm") == 0
+    assert {r["mark"] for r in _verdict(tmp_path, DATES[6])["rows"]} == {compare.NO_CHANGE}
+
+
+def test_pinned_night(drifting):
+    assert _gate(drifting, DATES[2], "--pin", DATES[0], "--no-confirm") == 1  # +6.1% since the pin
+    assert _verdict(drifting, DATES[2])["baseline"] == f"the pinned night {DATES[0]}"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--pin", "2025-12-31"], "no night"),
+    (["--baseline-nights", "0"], "whole number of nights"),
+    (["--pin", "yesterday"], "not a date"),
+])
+def test_bad_baseline_flags_are_exit_2(drifting, capsys, flags, message):
+    assert _gate(drifting, DATES[3], *flags) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+# --------------------------------------------------------------------------
+# Partial nights
+
+
+def _shard_night(root, date, seed, shards, finished=None, models=("a", "b", "c", "d")):
+    """A night of ``models`` split over 2 shards (a, c | b, d), merged from
+    the shards in ``shards`` with records saying 2 were planned."""
+    finished = finished or {}
+    full = _write_night(root / "_full", date, {DRIFT: 0.8}, seed=seed, models=models)
+    plan = {0: ["a", "c"], 1: ["b", "d"]}
+    folder = root / date / "shards"
+    folder.mkdir(parents=True)
+    for shard in shards:
+        kept = plan[shard] if finished.get(shard, True) else plan[shard][:1]
+        rows = [r for r in results.read_rows(full).to_dict("records") if r["name"] in kept]
+        path = folder / f"shard-{shard}.csv"
+        results.append_rows(path, [{k: v for k, v in r.items() if k != "schema_version"} for r in rows])
+        results.append_samples(results.samples_path(path), [
+            r for r in results.read_samples(results.samples_path(full)) if r["name"] in kept])
+        history.write_json(history.shard_meta_path(folder, shard), {
+            "shard": shard, "shards": 2, "models": plan[shard], "finished": finished.get(shard, True)})
+    assert nightly.main(["merge", "--root", str(root), "--date", date]) == 0
+    return root / date
+
+
+def test_a_night_that_lost_a_shard_is_partial_and_its_models_missing(tmp_path, capsys):
+    _shard_night(tmp_path, DATES[0], 0, [0, 1])
+    night = _shard_night(tmp_path, DATES[1], 1, [0])  # shard 1 never came back
+    assert "PARTIAL NIGHT 2026-01-02: shard 1 of 2 lost" in capsys.readouterr().err
+    meta = history.read_night(night).meta
+    assert (meta["shards_lost"], meta["partial"]) == ([1], "shard 1 of 2 lost")
+    assert _gate(tmp_path, DATES[1], "--no-confirm") == 1  # a lost shard never passes silently
+    verdict = _verdict(tmp_path, DATES[1])
+    marks = {r["name"]: r["mark"] for r in verdict["rows"]}
+    assert marks == {"a": compare.NO_CHANGE, "c": compare.NO_CHANGE, "b": compare.MISSING, "d": compare.MISSING}
+    assert verdict["partial"] == "shard 1 of 2 lost" and verdict["verdict"] == "FAIL (2 missing)"
+    assert "- PARTIAL RUN: shard 1 of 2 lost" in (night / "compare.md").read_text()
+
+
+def test_a_partial_night_is_never_a_baseline(tmp_path, capsys):
+    _shard_night(tmp_path, DATES[0], 0, [0, 1])
+    _shard_night(tmp_path, DATES[1], 1, [0])
+    _shard_night(tmp_path, DATES[2], 2, [0, 1])
+    for flags in ([], ["--baseline-nights", "1"]):
+        baseline = history.choose_baseline(tmp_path, DATES[2], *([1] if flags else []))
+        assert baseline.dates == (DATES[0],)
+        assert _gate(tmp_path, DATES[2], "--no-confirm", *flags) == 0
+        verdict = _verdict(tmp_path, DATES[2])
+        # The models the partial night lacked are not "added" the night after.
+        assert {r["mark"] for r in verdict["rows"]} == {compare.NO_CHANGE}
+        assert f"passed over: {DATES[1]} (partial: shard 1 of 2 lost)" in verdict["baseline"]
+    assert _gate(tmp_path, DATES[2], "--pin", DATES[1]) == 2
+    assert "cannot be a baseline (partial: shard 1 of 2 lost)" in capsys.readouterr().err
+
+
+def test_an_unfinished_shard_makes_the_night_partial_and_names_the_models_not_run(tmp_path):
+    night = _shard_night(tmp_path, DATES[0], 0, [0, 1], finished={1: False})
+    meta = history.read_night(night).meta
+    assert meta["shards_unfinished"] == [1] and meta["models_not_run"] == ["d"]
+    assert meta["partial"] == "shard 1 did not finish (not run: d)"
+
+
+def test_the_models_of_a_lost_shard_are_worked_out_from_the_settings(fault_models):
+    runner = {"flags": [*nightly.NIGHT_FLAGS, "--suite", "torchbench"], "backends": "eager",
+              "filter": ["^(ok_|slow_)"]}
+    assert nightly.planned_models(runner, 2, 1) == ["ok_tiny", "slow_2"]
+    assert nightly.planned_models({**runner, "filter": ["^nothing$"]}, 2, 1) is None
+
+
+# --------------------------------------------------------------------------
+# The confirmation re-run
+
+
+def _regressed(tmp_path):
+    """Three steady nights, then one where DRIFT is 15% slower; the night
+    records the runner settings a re-run would use."""
+    for night in range(3):
+        _write_night(tmp_path, DATES[night], {DRIFT: 0.8, STEADY: 0.9}, seed=night)
+    _write_night(tmp_path, DATES[3], {DRIFT: 0.8 * 1.15, STEADY: 0.9}, seed=3)
+    history.write_json(tmp_path / DATES[3] / history.NIGHT_FILE,
+                       {"partial": "", "runner": {"flags": ["--performance", "--repeat", "8"]}})
+    return tmp_path
+
+
+def _remeasuring(ratio, calls):
+    def remeasure(night, keys, out):
+        calls.append(sorted((k.name, k.backend) for k in keys))
+        _write_night(out.parent.parent / "_rerun", night.date, {DRIFT: ratio}, seed=99)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for path in (out.parent.parent / "_rerun" / night.date).iterdir():
+            shutil.copy(path, out.parent / path.name)
+        return ""
+    return remeasure
+
+
+def test_a_slower_row_the_rerun_does_not_confirm_passes(tmp_path):
+    root, calls = _regressed(tmp_path), []
+    code = gate.run(root, DATES[3], gate.Policy(), remeasure=_remeasuring(0.8, calls))
+    assert code == 0
+    assert calls == [[("m1", DRIFT), ("m2", DRIFT)]]  # only the regressed experiments, once
+    verdict = _verdict(root, DATES[3])
+    assert verdict["verdict"] == "PASS"
+    assert verdict["confirmation"]["verdict_before"] == "FAIL (2 slower)"
+    assert verdict["confirmation"]["exit_code_before"] == 1
+    assert (verdict["confirmation"]["rerun"], verdict["confirmation"]["unconfirmed"]) == (2, 2)
+    rows = [r for r in verdict["rows"] if r["backend"] == DRIFT]
+    assert {r["mark"] for r in rows} == {compare.UNCONFIRMED}
+    assert all("a re-run found no change" in r["note"] for r in rows)
+
+
+def test_a_slower_row_the_rerun_confirms_fails(tmp_path):
+    root = _regressed(tmp_path)
+    assert gate.run(root, DATES[3], gate.Policy(), remeasure=_remeasuring(0.8 * 1.15, [])) == 1
+    verdict = _verdict(root, DATES[3])
+    assert verdict["verdict"] == "FAIL (2 slower)" and verdict["confirmation"]["confirmed"] == 2
+    assert all("confirmed by a re-run" in r["note"] for r in verdict["rows"] if r["mark"] == "slower")
+
+
+def test_a_rerun_that_cannot_run_leaves_the_row_slower(tmp_path):
+    root = _regressed(tmp_path)
+    assert gate.run(root, DATES[3], gate.Policy(), remeasure=lambda night, keys, out: "it crashed") == 1
+    assert _verdict(root, DATES[3])["confirmation"]["note"] == "it crashed"
+    (root / DATES[3] / history.NIGHT_FILE).unlink()  # a night that did not record its settings
+    assert gate.run(root, DATES[3], gate.Policy()) == 1
+    assert "does not record the runner's settings" in _verdict(root, DATES[3])["confirmation"]["note"]
+
+
+def test_rerun_flags_repeat_the_nights_settings_for_one_model(tmp_path):
+    runner = {"flags": [*nightly.NIGHT_FLAGS, "--repeat", "8", "-k", "^s"]}
+    assert gate.runner_flags(runner, "squeezenet1_1", ["a", "b"], tmp_path / "x.csv", first=True) == [
+        *nightly.NIGHT_FLAGS, "--repeat", "8", "-k", "^s", "--only", "squeezenet1_1", "--backend", "a,b",
+        "--output", str(tmp_path / "x.csv"), "--overwrite"]
+
+
+# --------------------------------------------------------------------------
+# No baseline
+
+
+def test_a_first_night_says_so_in_the_first_line_and_passes(tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    _write_night(tmp_path, DATES[0], {DRIFT: 0.8})
+    assert _gate(tmp_path, DATES[0]) == 0
+    first = (tmp_path / DATES[0] / "compare.md").read_text().splitlines()[0]
+    assert first == f"# NO BASELINE: night {DATES[0]} was not compared with anything (PASS)"
+    assert summary.read_text().splitlines()[0] == first
+    assert _verdict(tmp_path, DATES[0])["baseline"] is None
+    assert _verdict(tmp_path, DATES[0])["verdict"] == f"PASS (no baseline: first night under {tmp_path})"
+
+
+def test_no_baseline_fails_when_the_results_branch_could_not_be_read(tmp_path):
+    _write_night(tmp_path, DATES[1], {DRIFT: 0.8})
+    history.write_state(tmp_path, branch="nightly-results", exists=True, error="fatal: unable to access")
+    assert _gate(tmp_path, DATES[1]) == 1
+    text = (tmp_path / DATES[1] / "compare.md").read_text()
+    assert text.startswith("# NO BASELINE") and "(FAIL)" in text.splitlines()[0]
+    assert "exists but could not be read: fatal: unable to access" in text
+    assert _verdict(tmp_path, DATES[1])["verdict"].startswith("FAIL (no baseline: the results branch")
+
+
+def test_no_baseline_fails_when_no_earlier_night_can_be_read(tmp_path):
+    broken = tmp_path / DATES[0] / "performance.csv"
+    broken.parent.mkdir()
+    broken.write_text("not,a,results,file\n1,2,3,4\n")
+    _write_night(tmp_path, DATES[1], {DRIFT: 0.8})
+    assert _gate(tmp_path, DATES[1]) == 1
+    assert "no earlier night could be read" in (tmp_path / DATES[1] / "compare.md").read_text()
+
+
+def test_only_partial_earlier_nights_pass_loudly(tmp_path):
+    _write_night(tmp_path, DATES[0], {DRIFT: 0.8})
+    history.write_json(tmp_path / DATES[0] / history.NIGHT_FILE, {"partial": "shard 3 of 4 lost"})
+    _write_night(tmp_path, DATES[1], {DRIFT: 0.8})
+    assert _gate(tmp_path, DATES[1]) == 0
+    text = (tmp_path / DATES[1] / "compare.md").read_text()
+    assert text.startswith("# NO BASELINE") and "partial: shard 3 of 4 lost" in text
+
+
+# --------------------------------------------------------------------------
+# The A/A script's bookkeeping (the nights themselves are real runs: see
+# benchmarks/aa_nights.py; here they are written from chosen ratios)
+
+
+def test_aa_report_counts_false_alarms_before_and_after_the_rerun(tmp_path):
+    from benchmarks import aa_nights
+
+    dates = aa_nights.dates(4)
+    for i, date in enumerate(dates):
+        # Night 3 is 8% off (the machine changed); its re-run is back to normal.
+        _write_night(tmp_path, date, {DRIFT: 1.08 if i == 2 else 1.0}, seed=i)
+        history.write_json(tmp_path / date / history.NIGHT_FILE, {"partial": "", "runner": {"flags": []}})
+        gate.run(tmp_path, date, gate.Policy(), remeasure=_remeasuring(1.0, []))
+    table, alarms, judged = aa_nights.tally(tmp_path, dates)
+    assert judged == 3
+    # Night to night, night 3 is slower and night 4 faster (a pass); against
+    # the pooled nights night 3 is slower until its re-run says otherwise.
+    assert alarms == {"night-to-night": 1, "before re-run": 1, "after re-run": 0}
+    assert table[2][1:4] == ["FAIL (2 slower)", "FAIL (2 slower)", "PASS"]
+    assert "false alarms over 3 judged night(s): night-to-night 1, before re-run 1, after re-run 0" in \
+        aa_nights.report(tmp_path, dates)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--nights", "1"], "--nights must be at least 2"),
+    (["--nights", "x"], "invalid int value"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_aa_nights_bad_input_is_exit_2(tmp_path, capsys, argv, message):
+    from benchmarks import aa_nights
+
+    assert aa_nights.main(["--root", str(tmp_path / "aa"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert not (tmp_path / "aa").exists()
+
+
+def test_aa_nights_keeps_earlier_nights_unless_resumed(tmp_path, capsys):
+    from benchmarks import aa_nights
+
+    (tmp_path / "2000-01-01").mkdir()
+    assert aa_nights.main(["--root", str(tmp_path), "--nights", "2"]) == 2
+    assert "pass --resume" in capsys.readouterr().err
+    assert aa_nights.main(["--help"]) == 0
+    assert "identical nights" in capsys.readouterr().out
