@@ -5,7 +5,7 @@ Offers:
 * ``plot_speedups(df, png_path)`` -- one run (``results.read_rows`` output):
   grouped bars of speedup per model (and batch size, in a cycle) and backend
   with bootstrap-CI error bars, a line at 1.0 and a dashed geomean line per
-  backend, a panel per group of settings (``results.groups``); failed pairs
+  backend (each model counted once), a panel per group of settings (``results.groups``); failed pairs
   are left out and listed under the chart.
 * ``plot_comparison(comparison, png_path)`` -- a ``compare.Comparison``:
   horizontal bars of the change of the backend/baseline ratio per (model,
@@ -90,10 +90,13 @@ def _values(df: pd.DataFrame, column: str, unknown: str) -> str:
 
 
 def speedup_title(df: pd.DataFrame) -> str:
-    """``"Speedup over xla baseline (cpu, inference, fp32)"``."""
+    """``"Speedup over xla baseline (cpu, inference, fp32)"``, with ``dynamic
+    shapes`` when the batch dimension was dynamic."""
+    shapes = _values(df, "dynamic", "static")
+    shapes = "" if shapes == "static" else f", {shapes} shapes"
     return (f"Speedup over {_values(df, 'baseline', 'unknown')} baseline "
             f"({_values(df, 'dev', 'unknown device')}, {_values(df, 'mode', 'mode not recorded')}, "
-            f"{_values(df, 'dtype', 'fp32')})")
+            f"{_values(df, 'dtype', 'fp32')}{shapes})")
 
 
 def plot_speedups(df: pd.DataFrame, png_path: str | os.PathLike, title: str | None = None) -> Path:
@@ -157,8 +160,10 @@ def _draw_speedups(ax, panel: pd.DataFrame, title: str) -> None:
         positions = x[at] + (i - (len(backends) - 1) / 2) * width
         ax.bar(positions, rows["speedup"] - 1.0, width, bottom=1.0, yerr=_error_bars(rows), capsize=3,
                color=color, label=backend)
-        geomean = stats.geomean(rows["speedup"])
-        ax.axhline(geomean, color=color, linestyle="--", linewidth=1, label=f"geomean {backend}: {geomean:.2f}x")
+        # As the report's geomean row: a model run at several batch sizes counts once.
+        geomean, models = stats.geomean_of_groups(rows["speedup"], rows["name"])
+        ax.axhline(geomean, color=color, linestyle="--", linewidth=1,
+                   label=f"geomean {backend}: {geomean:.2f}x (n={models})")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     low, high = ax.get_ylim()

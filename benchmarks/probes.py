@@ -46,6 +46,8 @@ _XLA_TIMES = ("CompileTime", "ExecuteTime")  # nanoseconds
 _PERSISTENT = frozenset(PERSISTENT_CACHE_COUNTERS.values())
 _MB = 1024 * 1024
 _REASON_CHARS = 300
+# The lines of dynamo's graph-break message a reason keeps (besides the first).
+_BREAK_LABELS = ("Explanation", "Developer debug context")
 
 
 def _snapshot(xla: bool) -> Counter:
@@ -164,11 +166,29 @@ def _guard_failures() -> dict:
 
 
 def describe_break(reason) -> tuple[str, str]:
-    """(reason, user frame) of a dynamo ``GraphCompileReason``, each on one line."""
+    """(reason, user frame) of a dynamo ``GraphCompileReason``, each on one line.
+
+    Dynamo's message is its graph-break type, then labelled lines: the
+    explanation (empty for some, e.g. an operator fake tensors cannot run)
+    and the developer context, which names the operator or function. The
+    reason keeps the type, the explanation and the context, empty ones left
+    out; when it is too long, the explanation is cut, so the context stays.
+    """
     lines = [line.strip() for line in str(reason.reason).splitlines() if line.strip()]
-    kept = lines[:1] + [line.removeprefix("Explanation:").strip() for line in lines[1:]
-                        if line.startswith("Explanation:")]
-    text = ": ".join(kept)
+    labelled: dict[str, str] = {}
+    label = None  # the labelled part a line continues
+    for line in lines[1:]:
+        start, colon, value = line.partition(":")
+        if colon and (start in _BREAK_LABELS or start in ("Hint", "For more details about this graph break, please visit")):
+            label, line = start, value.strip()
+        if label in _BREAK_LABELS and line:
+            labelled[label] = f"{labelled[label]} {line}" if labelled.get(label) else line
+    head, context = lines[0] if lines else "", labelled.get("Developer debug context", "")
+    explanation = labelled.get("Explanation", "")
+    room = _REASON_CHARS - len(head) - len(context) - 4  # the two ": "
+    if len(explanation) > room:
+        explanation = explanation[:max(0, room - 3)] + "..." if room > 3 else ""
+    text = ": ".join(part for part in (head, explanation, context) if part)
     if len(text) > _REASON_CHARS:
         text = text[:_REASON_CHARS - 3] + "..."
     frame = ""

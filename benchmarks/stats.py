@@ -7,6 +7,8 @@ Offers:
 * ``speedup_ci(baseline_samples, backend_samples, ...)`` -- percentile
   bootstrap confidence interval of that ratio (``scipy.stats.bootstrap``).
 * ``geomean(values)`` -- geometric mean over the finite, positive values only.
+* ``geomean_of_groups(values, groups)`` -- ``(geomean, n)`` with each group
+  (a model measured at several batch sizes) counted once.
 * ``relative_ci_width(low, high, estimate)`` -- CI width relative to the
   estimate, the number used to flag unstable measurements.
 
@@ -22,7 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy import stats as _sps
 
-__all__ = ["median", "speedup", "speedup_ci", "geomean", "relative_ci_width"]
+__all__ = ["median", "speedup", "speedup_ci", "geomean", "geomean_of_groups", "relative_ci_width"]
 
 NAN = float("nan")
 
@@ -111,6 +113,18 @@ def geomean(values: Iterable[float]) -> float:
     if kept.size == 0:
         return NAN
     return float(_sps.gmean(kept))
+
+
+def geomean_of_groups(values: Iterable[float], groups: Iterable) -> tuple[float, int]:
+    """``(geomean, n)`` over the groups: each group's values first reduced to
+    their own geometric mean, so a model measured at four batch sizes weighs
+    as much as a model measured at one; ``n`` counts the groups with a value
+    (``nan, 0`` when none)."""
+    means = {}
+    for value, group in zip(values, groups):
+        means.setdefault(group, []).append(value)
+    kept = [m for m in map(geomean, means.values()) if math.isfinite(m)]
+    return geomean(kept), len(kept)
 
 
 def relative_ci_width(low: float, high: float, estimate: float) -> float:

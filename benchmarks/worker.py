@@ -516,8 +516,8 @@ def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult
         xla = config.use_xla_baseline or placement.runs_on_xla(runner.name)
         check = _Check(reference, fp64, settings.tolerance(xla=xla, dtype=config.precision),
                        settings.cosine)
-        result.rows.append({**base, "backend": runner.name,
-                            **_accuracy_fields(runner, inputs, check, calls, config.seed, steps)})
+        result.rows.append({**base, "backend": runner.name, **_cache_fields(
+            config, _accuracy_fields(runner, inputs, check, calls, config.seed, steps))})
         result.graph_breaks += _graph_breaks(base, runner.name, runner.probe)
     return result
 

@@ -160,6 +160,8 @@ def test_without_compile_cache_the_rows_leave_its_counters_empty(config, xla):
     (row,) = worker.run_model(config.replace(backends=("torchxla_trace_once",)), "ok_mlp").rows
     assert row["status"] == "pass"
     assert "persistent_cache_misses" not in row
+    (row,) = worker.run_model(config.replace(mode="accuracy", backends=("torchxla_trace_once",)), "ok_mlp").rows
+    assert row["accuracy"] == "pass" and "persistent_cache_misses" not in row  # an accuracy run's too
 
 
 # --------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from pathlib import Path
 import matplotlib.image
 import numpy as np
 import pandas as pd
+import pytest
 
 from benchmarks import compare, plots, results
 
@@ -102,3 +103,17 @@ def test_rows_of_other_settings_get_a_panel_each():
     assert [ax.get_title() for ax in fig.axes] == ["Speedup over xla baseline (cpu, inference, fp32)",
                                                     "Speedup over xla baseline (cpu, training, fp32)"]
     assert [_bar_heights(ax) for ax in fig.axes] == [{"ours": [2.0]}, {"ours": [0.5]}]
+
+
+def test_a_dynamic_shapes_run_says_so_in_its_title():
+    fig = plots.speedup_figure(pd.DataFrame([_row("m", "ours", 2.0, dynamic="dynamic")]))
+    assert fig.axes[0].get_title() == "Speedup over xla baseline (cpu, inference, fp32, dynamic shapes)"
+
+
+def test_the_geomean_line_counts_a_model_once_whatever_its_batch_sizes():
+    # m at batch sizes 2 and 4 (1x, 4x: its own geomean 2x), n at one (8x): sqrt(2 * 8) = 4x.
+    rows = [_row("m", "ours", 1.0, batch_size=2), _row("m", "ours", 4.0, batch_size=4), _row("n", "ours", 8.0)]
+    (ax,) = plots.speedup_figure(pd.DataFrame(rows)).axes
+    (line,) = [l for l in ax.get_lines() if l.get_label().startswith("geomean")]
+    assert line.get_label() == "geomean ours: 4.00x (n=2)"
+    assert line.get_ydata()[0] == pytest.approx(4.0)

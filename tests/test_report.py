@@ -5,6 +5,7 @@ Regenerate the golden files after an intended change with
 the diff; without it a mismatch fails.
 """
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +109,8 @@ def test_failures_and_caption():
     df = _frame(SAMPLE_ROWS)
     assert report.failures(df) == [("resnet18", "torchxla_trivial", "fail_to_run",
                                     "RuntimeError: no lowering for aten::foo", "")]
-    assert report.caption(df) == "Inference, fp32, static shapes, on cpu, xla baseline"
+    assert report.caption(df) == ("Inference, fp32, static shapes, on cpu, "
+                                  "xla baseline (the model run lazily on the XLA device)")
 
 
 def test_markdown_without_failures_has_no_failures_section():
@@ -152,13 +154,14 @@ def test_title_and_caption_say_what_was_measured(tmp_path):
     csv_path = tmp_path / "run.csv"
     results.append_rows(csv_path, rows)
     text = report.write_markdown(csv_path).read_text()
-    assert text.startswith("# Speedup over baseline: run (training, bf16, cpu, xla baseline)\n")
-    assert "Training, bf16, dynamic shapes, on cpu, xla baseline." in text
+    assert text.startswith("# Speedup over baseline: run (training, bf16, dynamic shapes, cpu, xla baseline)\n")
+    assert "Training, bf16, dynamic shapes, on cpu, xla baseline (the model run lazily on the XLA device)." in text
 
 
 def test_version_1_rows_say_their_mode_was_not_recorded():
     df = results.read_rows(Path(__file__).parent / "fixtures" / "v1" / "run.csv")
-    assert report.caption(df) == "Mode not recorded, fp32, static shapes, on cpu, xla baseline"
+    assert report.caption(df) == ("Mode not recorded, fp32, static shapes, on cpu, "
+                                  "xla baseline (the model run lazily on the XLA device)")
 
 
 def test_a_file_with_two_modes_gets_a_table_for_each():
@@ -214,7 +217,7 @@ def test_graph_breaks_are_counted_per_model_and_linked(tmp_path):
     md = report.write_markdown(csv_path).read_text()
     assert "[run_graph_breaks.csv](run_graph_breaks.csv)" in md
     table = md.split("## Graph breaks")[1]
-    assert "| alexnet | 2 " in table and "torchxla_trivial, eager" in table
+    assert re.search(r"\| alexnet \| +2 \|", table) and "torchxla_trivial, eager" in table
     assert "print \\| pipe" in table  # a pipe in a reason does not split the cell
 
 
@@ -237,7 +240,7 @@ def test_an_accuracy_run_is_reported_as_verdicts_with_error_and_tolerance(tmp_pa
     assert not results.plot_path(csv_path).exists()  # verdicts are not bars
     headers, body = report.accuracy_table(results.read_rows(csv_path))
     assert headers[3:6] == ["verdict", "max error", "tolerance"]
-    assert body[1][:6] == ["hf_Longformer", "8", "torchxla_trace_once", "fail_accuracy", "0.071", "0.01"]
+    assert body[1][:6] == ["hf_Longformer", "8", "torchxla_trace_once", "fail_accuracy", "0.0710", "0.0100"]
     _, summary = report.accuracy_summary(results.read_rows(csv_path))
     assert summary == [["torchxla_trace_once", "1 of 2", "1", "0"], ["openxla_eval", "1 of 1", "0", "0"]]
     assert "fail_accuracy" in console and "0.071" in console and "geomean" not in console
@@ -260,4 +263,159 @@ def test_failures_show_their_reason_and_kept_log(tmp_path):
 def test_the_markdown_shows_latencies_in_ms():
     headers, body = report.latency_table(_frame(SAMPLE_ROWS))
     assert headers == ["name", "batch_size", "baseline ms", "torchxla_trivial ms", "torchxla_trace_once ms"]
-    assert body == [["alexnet", "8", "30", "20", "15.5"], ["resnet18", "16", "40", "-", "80"]]
+    # Three significant digits in a column that is not all whole numbers.
+    assert body == [["alexnet", "8", "30", "20", "15.5"], ["resnet18", "16", "40", "-", "80.0"]]
+
+
+# --------------------------------------------------------------------------
+# The baseline is named where a speedup is read
+
+
+def test_the_eager_baseline_is_named_with_the_way_to_measure_against_lazy_xla():
+    rows = [_row("squeezenet1_1", "torchxla_trace_once", 5.2, 3.33, 11.1, baseline="eager")]
+    console = report.render_console(_frame(rows))
+    assert console.splitlines()[0] == ("Inference, fp32, static shapes, on cpu, "
+                                       "eager baseline (PyTorch eager on the host)")
+    assert "--use-xla-baseline" in console
+    md = report.render_markdown(_frame(rows))
+    assert "eager baseline (PyTorch eager on the host)" in md and "rerun with --use-xla-baseline" in md
+    lazy = _frame(SAMPLE_ROWS)  # the xla baseline: nothing to point at
+    assert "--use-xla-baseline" not in report.render_console(lazy)
+    assert "--use-xla-baseline" not in report.render_markdown(lazy)
+
+
+# --------------------------------------------------------------------------
+# Headroom: a share only where it can be told from the noise
+
+
+def test_headroom_shares_stay_within_0_and_100_percent_or_say_why():
+    share = report.headroom_share
+    # The speedups that read 376%, -669%, 148%: above the limit, slower, noisy.
+    assert share(1.24, 1.20, 1.28, 1.06) == ("above the estimated limit", "none by the estimate")
+    assert share(1.24, 1.00, 1.50, 1.06) == ("within noise", "up to 1.06x")
+    assert share(0.60, 0.55, 0.65, 1.06) == ("slower than the baseline", "up to 1.06x")
+    assert share(1.24, NAN, NAN, 1.50) == ("no interval", "up to 1.50x")
+    assert share(1.00, 0.90, 1.10, 1.01) == ("", "nothing to gain")
+    # Told from the noise: (s - 1) / (limit - 1), its interval clipped to 0-100%.
+    assert share(1.30, 1.25, 1.35, 1.41) == ("73% [61%, 85%]", "up to 1.41x")
+    assert share(1.40, 1.37, 1.43, 1.41) == ("98% [90%, 100%]", "at the limit")
+    assert share(1.02, 0.98, 1.10, 1.41) == ("5% [0%, 24%]", "up to 1.41x")
+
+
+def test_the_headroom_section_prints_no_share_outside_0_to_100_percent():
+    cases = [(1.24, 1.20, 1.28, 1.06), (0.60, 0.55, 0.65, 1.06), (1.48, 1.10, 1.90, 1.10),
+             (0.70, 0.60, 0.95, 1.20), (1.30, 1.25, 1.35, 1.41)]
+    rows = [_row(f"m{i}", "torchxla_trace_once", s, low, high, zero_overhead_speedup=limit,
+                 headroom_captured=(s - 1) / (limit - 1))
+            for i, (s, low, high, limit) in enumerate(cases)]
+    section = report.render_markdown(_frame(rows)).split("## Headroom")[1]
+    shares = [int(p) for p in re.findall(r"(-?\d+)%", section.split("\n\n", 2)[2])]
+    assert shares and all(0 <= p <= 100 for p in shares), shares
+    assert "above the estimated limit" in section and "slower than the baseline" in section
+
+
+# --------------------------------------------------------------------------
+# Numbers in tables
+
+
+def test_table_numbers_are_fixed_point_with_three_significant_digits():
+    row = dict(SAMPLE_ROWS[0], peak_host_mb=3831.2, baseline_peak_host_mb=3830.0,
+               host_compression_ratio=3830.0 / 3831.2, execute_ms=1590.3, compiles_per_iter=0.0,
+               host_ms=0.07123, first_call_compiles=13)
+    md = report.render_markdown(pd.DataFrame([row]))
+    assert "e+" not in md and "e-" not in md
+    headers, rows = report.metrics_table(pd.DataFrame([row]), report.MEMORY)
+    assert dict(zip(headers, rows[0])) == {"name": "alexnet", "batch_size": "8", "backend": "torchxla_trivial",
+                                           "peak host MB": "3831", "baseline peak host MB": "3830",
+                                           "host ratio": "1.00"}
+    headers, rows = report.metrics_table(pd.DataFrame([row]))
+    cells = dict(zip(headers, rows[0]))
+    assert (cells["execute ms/iter"], cells["compiles/iter"], cells["host ms/iter"]) == ("1590", "0", "0.0712")
+    # A tiny error keeps its digits rather than turning into an exponent.
+    _, body = report.accuracy_table(_frame([_accuracy_row("m", "b", "pass", 2e-6)]))
+    assert body[0][4:6] == ["0.00000200", "0.0100"]
+
+
+def test_numbers_are_right_aligned_in_every_table():
+    row = dict(SAMPLE_ROWS[0], peak_host_mb=3831.2, execute_ms=12.5, compilation_kind="cold")
+    md = report.render_markdown(pd.DataFrame([row]))
+    for section in ("## Memory", "## Compiler metrics", "## Latency"):
+        header, rule = md.split(section)[1].split("\n| name")[1].splitlines()[:2]
+        cells = [c.strip() for c in f"| name{header}".strip("|").split("|")]
+        marks = rule.strip("|").split("|")
+        aligned = dict(zip(cells, marks))
+        assert aligned["name"].startswith(":") and not aligned["name"].endswith(":")
+        numeric = [h for h in cells if h.endswith(("MB", "ms/iter", " ms", "batch_size"))]
+        assert numeric and all(aligned[h].endswith(":") for h in numeric), (section, aligned)
+    console = report.render_console(_frame([_accuracy_row("m", "b", "pass", 2e-6),
+                                            _accuracy_row("longer_name", "b", "pass", 0.5)]))
+    lines = console.splitlines()
+    error_end = lines[2].index("max error") + len("max error")
+    assert all(line[error_end - 1] != " " for line in lines[4:6])  # the last digit under the header's end
+
+
+# --------------------------------------------------------------------------
+# What the columns count
+
+
+def test_the_geomean_counts_a_model_once_whatever_its_batch_sizes():
+    # m at batch sizes 1 and 2 (1x, 4x: its own geomean 2x), n at one (8x):
+    # over the models sqrt(2 * 8) = 4x, n=2; over the rows it would be 3.17x, n=3.
+    rows = [_row("m", "a", 1.0, NAN, NAN, batch_size=1), _row("m", "a", 4.0, NAN, NAN, batch_size=2),
+            _row("n", "a", 8.0, NAN, NAN)]
+    _, body = report.speedup_table(_frame(rows))
+    assert body[-1] == ["geomean", "", "4.00x (n=2)"]
+    assert "a model run at several batch sizes counts once" in report.render_markdown(_frame(rows))
+
+
+def test_the_metrics_say_what_each_per_step_column_counts():
+    row = dict(SAMPLE_ROWS[0], execute_ms=215.0, executes_per_iter=12.0, host_ms=3.1)
+    md = report.render_markdown(pd.DataFrame([row]))
+    metrics = md.split("## Compiler metrics")[1]
+    assert "summed over the graphs the step ran" in metrics and "from its dispatch to its completion" in metrics
+    assert "can exceed the step's latency" in metrics
+
+
+# --------------------------------------------------------------------------
+# Accuracy runs
+
+
+def test_an_accuracy_run_lists_no_chart_it_will_not_draw(tmp_path, capsys):
+    from benchmarks import cli
+
+    out = tmp_path / "acc.csv"
+    assert results.plot_path(out) not in report.report_files(out, accuracy=True)
+    assert results.plot_path(out) in report.report_files(out, accuracy=False)
+    assert cli.main(["--accuracy", "--only", "resnet18", "--backend", "eager", "--output", str(out),
+                     "--dry-run"]) == 0
+    plan = capsys.readouterr().out
+    assert str(results.markdown_path(out)) in plan and ".png" not in plan
+
+
+def test_the_memory_note_describes_only_the_columns_the_table_has():
+    accuracy_like = dict(SAMPLE_ROWS[0], peak_host_mb=1100.0)  # no baseline peak, no ratio
+    md = report.render_markdown(pd.DataFrame([accuracy_like]))
+    memory = md.split("## Memory")[1]
+    assert "RSS high-water mark" in memory
+    assert "ratio" not in memory and "baseline" not in memory
+    full = dict(accuracy_like, baseline_peak_host_mb=1000.0, host_compression_ratio=1000 / 1100)
+    memory = report.render_markdown(pd.DataFrame([full])).split("## Memory")[1]
+    assert "compression_ratio" in memory and "baseline peak" in memory
+
+
+def test_persistent_cache_counters_show_only_when_the_cache_counted():
+    off = dict(SAMPLE_ROWS[0], compiles_per_iter=0.0, persistent_cache_hits=0, persistent_cache_misses=0,
+               persistent_cache_load_failures=0)
+    headers, _ = report.metrics_table(pd.DataFrame([off]))
+    assert "persistent cache hits" not in headers and "misses" not in headers
+    on = dict(off, persistent_cache_misses=3)
+    headers, rows = report.metrics_table(pd.DataFrame([on]))
+    cells = dict(zip(headers, rows[0]))
+    assert (cells["persistent cache hits"], cells["misses"], cells["load failures"]) == ("0", "3", "0")
+
+
+def test_an_accuracy_title_says_dynamic_shapes(tmp_path):
+    csv_path = tmp_path / "acc.csv"
+    results.append_rows(csv_path, [_accuracy_row("m", "b", "pass", 0.0, dynamic="dynamic")])
+    text = report.write_markdown(csv_path).read_text()
+    assert text.startswith("# Accuracy against baseline: acc (inference, fp32, dynamic shapes, cpu, xla baseline)\n")

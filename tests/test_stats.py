@@ -117,3 +117,12 @@ def test_instability_reasons():
     assert wide == "95% CI spans 50% of the speedup"
     rising = list(np.linspace(1.0, 2.0, 20))
     assert stats.instability(steady, rising, 1.0, 1.0, 1.0) == "backend samples drift over the run"
+
+
+def test_geomean_of_groups_counts_each_group_once():
+    # "a" at two batch sizes (1x and 4x: its own geomean 2x), "b" once at 8x.
+    value, n = stats.geomean_of_groups([1.0, 4.0, 8.0], ["a", "a", "b"])
+    assert n == 2 and value == pytest.approx(4.0)  # sqrt(2 * 8), not cbrt(1 * 4 * 8)
+    assert stats.geomean_of_groups([NAN, 2.0], ["a", "b"]) == (pytest.approx(2.0), 1)
+    value, n = stats.geomean_of_groups([], [])
+    assert math.isnan(value) and n == 0

@@ -91,14 +91,16 @@ def _plan(config: RunConfig, settings) -> str:
     the files it would write."""
     from tabulate import tabulate
 
-    from ..results import files_beside, logs_path
+    from ..report import report_files
+    from ..results import logs_path
 
     profile = "cpu" if config.device == "cpu" else "accelerator"
     rows = [(name, _batch_size_label(name, settings, config.suite, profile, config.training,
                                      config.batch_size, config.batch_sizes),
              ", ".join(config.backends)) for name in config.models]
     table = tabulate(rows, headers=("model", "batch size", f"backends vs {config.baseline} baseline"))
-    outputs = "\n".join(f"  {p}" for p in [*files_beside(config.csv_path), logs_path(config.csv_path)])
+    files = report_files(config.csv_path, accuracy=config.mode == "accuracy")
+    outputs = "\n".join(f"  {p}" for p in [*files, logs_path(config.csv_path)])
     try:
         _check_run_output(config.csv_path, resume=config.resume, overwrite=False, mode=config.mode)
     except OutputExists as err:
