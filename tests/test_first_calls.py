@@ -216,18 +216,25 @@ def test_headroom_from_the_lazy_baselines_tracing_time():
 def test_headroom_in_the_markdown():
     rows = pd.DataFrame([
         {"name": "m1", "batch_size": 1, "backend": "b", "status": "pass", "speedup": 1.2,
-         "zero_overhead_speedup": 1.25, "headroom_captured": 0.8},
+         "speedup_ci_low": 1.18, "speedup_ci_high": 1.22, "zero_overhead_speedup": 1.25,
+         "headroom_captured": 0.8},
         {"name": "m2", "batch_size": 1, "backend": "b", "status": "pass", "speedup": 1.0,
-         "zero_overhead_speedup": 1.01, "headroom_captured": None},
+         "speedup_ci_low": 0.98, "speedup_ci_high": 1.02, "zero_overhead_speedup": 1.01,
+         "headroom_captured": None},
         {"name": "m3", "batch_size": 1, "backend": "b", "status": "pass", "speedup": 1.39,
-         "zero_overhead_speedup": 1.41, "headroom_captured": 0.95},
+         "speedup_ci_low": 1.37, "speedup_ci_high": 1.41, "zero_overhead_speedup": 1.41,
+         "headroom_captured": 0.95},
+        {"name": "m4", "batch_size": 1, "backend": "b", "status": "pass", "speedup": 1.39,
+         "speedup_ci_low": None, "speedup_ci_high": None, "zero_overhead_speedup": 1.41,
+         "headroom_captured": 0.95},
     ])
     headers, table = report.headroom_table(rows)
     assert headers == ["name", "batch_size", "backend", "speedup", "zero-overhead limit",
                        "share captured", "left"]
-    assert table == [["m1", "1", "b", "1.20x", "1.25x", "80%", "up to 1.25x"],
-                     ["m2", "1", "b", "1.00x", "1.01x", "", "nothing to gain"],
-                     ["m3", "1", "b", "1.39x", "1.41x", "95%", "at the limit"]]
+    assert table == [["m1", "1", "b", "1.20x [1.18, 1.22]", "1.25x", "80% [72%, 88%]", "up to 1.25x"],
+                     ["m2", "1", "b", "1.00x [0.98, 1.02]", "1.01x", "", "nothing to gain"],
+                     ["m3", "1", "b", "1.39x [1.37, 1.41]", "1.41x", "95% [90%, 100%]", "at the limit"],
+                     ["m4", "1", "b", "1.39x", "1.41x", "no interval", "up to 1.41x"]]
     rows["compilation_latency"], rows["compilation_kind"] = 1.5, "cold"
     text = report.render_markdown(rows.assign(speedup_ci_low=None, speedup_ci_high=None,
                                               baseline="xla", dev="cpu"))
