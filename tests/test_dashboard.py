@@ -175,6 +175,29 @@ def test_two_settings_of_a_backend_never_share_a_line():
         "openxla_eval [dynamic=dynamic]", "openxla_eval [dynamic=static]", "torchxla_trace_once [dynamic=static]"]
 
 
+def test_the_pass_rate_is_accuracy_gated_where_a_night_has_accuracy_rows(tmp_path):
+    """Night 1 also ran --accuracy: alexnet on openxla_eval computed wrong
+    results. It passed the performance run but does not count as a pass."""
+    dates = write_history(tmp_path / "n", 3, MODELS, BACKENDS)
+    accuracy = results.read_rows(tmp_path / "n" / dates[1] / "performance.csv")
+    wrong = (accuracy["name"] == "alexnet") & (accuracy["backend"] == "openxla_eval")
+    accuracy["accuracy"] = np.where(wrong, "fail_accuracy", "pass")
+    accuracy["status"] = accuracy["accuracy"]
+    accuracy.to_csv(tmp_path / "n" / dates[1] / "accuracy.csv", index=False)
+    nights = dashboard.find_nights(tmp_path / "n")
+    history = dashboard.load_history(nights)
+    assert len(history) == 3 * len(MODELS) * len(BACKENDS)  # the accuracy rows are no points of their own
+    data = dashboard.page_data(nights, history)
+    (group,) = data["groups"]
+    assert group["trends"]["openxla_eval"]["pass"] == [3, 2, 3]
+    assert group["trends"]["torchxla_trace_once"]["pass"] == [3, 3, 3]
+    assert group["trends"]["openxla_eval"]["ranges"][ALL]["n"] == 2  # out of the fixed set too
+    rows = history[(history["name"] == "alexnet") & (history["series"] == "openxla_eval")]
+    series = dashboard.aggregate.model_series(rows, 3, "host_compression_ratio", data["commits"])
+    assert series["openxla_eval"]["status"] == ["pass", "fail_accuracy", "pass"]
+    assert series["openxla_eval"]["sp"][1] is None
+
+
 def test_a_batch_size_change_is_not_a_line():
     frames = history_frames(4, MODELS[:1], BACKENDS, seed=2, batch_changes=[(2, MODELS[0], BACKENDS[0], 16)])
     history = dashboard.combine([(i, df) for i, (_, df) in enumerate(frames)])
