@@ -499,10 +499,9 @@ def first_call_summary(table: list[dict]) -> list[str]:
 
 
 def render(table: list[dict], columns) -> str:
-    from tabulate import tabulate
+    from benchmarks import report
 
-    body = [[row[c] for c in columns] for row in table]
-    return tabulate(body, headers=columns, floatfmt=".3g", missingval="-")
+    return report.render_table(columns, [[row[c] for c in columns] for row in table], missing="-")
 
 
 PROG = "python -m benchmarks.overhead"

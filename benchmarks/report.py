@@ -18,6 +18,8 @@ Offers:
 * ``persistent_cache_warning(df)`` -- a line when ``--compile-cache`` never
   loaded an executable it tried to load.
 * ``render_markdown(df, title=...) -> str`` and ``render_console(df) -> str``.
+* ``render_table(headers, rows)`` -- any table of numbers and text, formatted
+  as the report's are (for the standalone measurements' tables too).
 * ``write_markdown(csv_path, title=None) -> Path`` -- renders the stored CSV
   into the ``.md`` beside it, linking the graph-break CSV.
 * ``finish(csv_path) -> str`` -- what a run (or a merge) renders at its end:
@@ -255,8 +257,10 @@ def caption(df: pd.DataFrame) -> str:
             f"{_values(df, 'dynamic', 'static')} shapes, on {_values(df, 'dev', 'unknown device')}, "
             f"{baseline_phrase(df)}")
     text = text[:1].upper() + text[1:]
-    if any(len(rows) > 1 for name in _unique(df["name"])
-           for rows in [_model_rows(results.latest(df), name)]):
+    if is_accuracy(df) and results.latest(df).duplicated(["name", "backend"]).any():
+        text += "; each batch size of the cycle was checked and is a row of its own"
+    elif any(len(rows) > 1 for name in _unique(df["name"])
+             for rows in [_model_rows(results.latest(df), name)]):
         text += ("; the batch sizes were cycled across repeats and each is a row of its own: "
                  "speedups and first-call compiles are per batch size")
     return text
@@ -413,20 +417,20 @@ def _fixed(value: float) -> str:
     return f"{value:.{decimals}f}"
 
 
-def _column(values: list) -> list[str]:
-    """One column's cells: text as it is, a missing value empty, numbers as
-    whole numbers when every one is, else each to ``SIGNIFICANT`` digits."""
+def _column(values: list, missing: str = "") -> list[str]:
+    """One column's cells: text as it is, a missing value ``missing``, numbers
+    as whole numbers when every one is, else each to ``SIGNIFICANT`` digits."""
     numbers = [float(v) for v in values if _is_number(v)]
     whole = all(v.is_integer() for v in numbers if math.isfinite(v))
     return [(str(int(v)) if whole and math.isfinite(v) else _fixed(float(v))) if _is_number(v)
-            else "" if v is None or pd.isna(v) else str(v) for v in values]
+            else missing if v is None or pd.isna(v) else str(v) for v in values]
 
 
-def _cells(rows: list[list]) -> list[list[str]]:
+def _cells(rows: list[list], missing: str = "") -> list[list[str]]:
     """``rows`` with every column formatted by ``_column``."""
     if not rows:
         return []
-    columns = [_column(list(values)) for values in zip(*rows)]
+    columns = [_column(list(values), missing) for values in zip(*rows)]
     return [list(row) for row in zip(*columns)]
 
 
@@ -512,6 +516,12 @@ def _render(headers: list[str], rows: list[list[str]], tablefmt: str) -> str:
     align = ["right" if any(_NUMBER.match(row[i]) for row in rows) else "left" for i in range(len(headers))]
     # disable_numparse: cells are already formatted; keep them verbatim.
     return tabulate(rows, headers=headers, tablefmt=tablefmt, colalign=align, disable_numparse=True)
+
+
+def render_table(headers: list[str], rows: list[list], tablefmt: str = "simple", missing: str = "") -> str:
+    """``rows`` of numbers and text as a table, formatted as the report's
+    are: numbers in fixed point, right-aligned; a missing value ``missing``."""
+    return _render(list(headers), _cells([list(row) for row in rows], missing), tablefmt)
 
 
 def _table(df: pd.DataFrame, tablefmt: str) -> str:

@@ -95,9 +95,7 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
-    from tabulate import tabulate
-
-    from benchmarks import suite
+    from benchmarks import report, suite
     from benchmarks.usage import Parser
 
     parser = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
@@ -115,7 +113,7 @@ def _main(argv) -> int:
         parser.error("--repeat must be at least 1")
     table = [row for m in models for row in measure(m, args.repeat)]
     print(f"One SGD training step at batch 1: median of {args.repeat} interleaved steps per variant")
-    print(tabulate([list(r.values()) for r in table], headers=list(table[0]), floatfmt=".3g"))
+    print(report.render_table(list(table[0]), [list(r.values()) for r in table]))
     return 0
 
 

@@ -419,3 +419,22 @@ def test_an_accuracy_title_says_dynamic_shapes(tmp_path):
     results.append_rows(csv_path, [_accuracy_row("m", "b", "pass", 0.0, dynamic="dynamic")])
     text = report.write_markdown(csv_path).read_text()
     assert text.startswith("# Accuracy against baseline: acc (inference, fp32, dynamic shapes, cpu, xla baseline)\n")
+
+
+def test_standalone_tables_format_numbers_as_the_report_does():
+    from benchmarks import overhead
+
+    text = report.render_table(["model", "ms", "runs"], [["a", 1234.5, 3], ["bb", None, 12]], missing="-")
+    assert [line.split() for line in text.splitlines()[2:]] == [["a", "1234", "3"], ["bb", "-", "12"]]
+    lines = text.splitlines()
+    assert lines[2].index("1234") + 3 == lines[3].index("-")  # right-aligned: "-" under the last digit
+    rows = [{c: 1234.5 if c.endswith(" s") else "x" for c in overhead.FIRST_CALL_COLUMNS}]
+    assert "1234" in overhead.render(rows, overhead.FIRST_CALL_COLUMNS)
+    assert "e+" not in overhead.render(rows, overhead.FIRST_CALL_COLUMNS)
+
+
+def test_an_accuracy_cycle_speaks_of_checks_not_speedups():
+    df = _frame([_accuracy_row("m", "b", "pass", 0.0, batch_size=size, dynamic="dynamic") for size in (1, 2)])
+    text = report.caption(df)
+    assert text.endswith("; each batch size of the cycle was checked and is a row of its own")
+    assert "speedup" not in text
