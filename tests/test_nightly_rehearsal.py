@@ -1,0 +1,167 @@
+"""The nightly workflow rehearsed as GitHub runs it (``gha_runner``): cron
+events, each job in a workspace of its own that the runner's user owns while
+the steps run as root, the workflow's environment, artifacts carried from job
+to job, a re-run job, the results branch on an origin repository.
+
+* Fast (the default suite): the previous night is already on the results
+  branch (the compare fixtures' old run); tonight's shard jobs stand in with
+  the fixtures' new run split in two; every other job runs for real.
+* Slow: two consecutive nights from scratch on one tiny model (the first
+  with the runner's clock a day back), the second night's gate comparing
+  against the first night the workflow itself published.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+import gha_runner
+from gha_runner import JobRecord, Run, branch_files, push_night
+from gha_workspace import make_origin, needs_root
+from test_nightly import split_into_shards
+
+from benchmarks import results
+
+ROOT = Path(__file__).resolve().parent.parent
+NIGHTLY = ROOT / ".github" / "workflows" / "nightly.yml"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "compare"
+BRANCH = "nightly-results"
+
+pytestmark = pytest.mark.skipif(needs_root() is not None, reason=str(needs_root()))
+
+
+def _today() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+
+
+def _yesterday() -> str:
+    return (datetime.datetime.now(datetime.timezone.utc).date() - datetime.timedelta(days=1)).isoformat()
+
+
+def _explain(run: Run) -> str:
+    return "\n\n".join(f"=== {name}: {job.result}\n{job.log()[-4000:]}" for name, job in run.jobs.items())
+
+
+def fixture_shards(run: Run, contexts: dict) -> JobRecord:
+    """The shard jobs' artifacts, from the fixtures' new run split in two."""
+    count = int(contexts["needs"]["plan"]["outputs"]["count"])
+    staging = run.folder / "fixture-shards"
+    split_into_shards(FIXTURES / "new.csv", staging, shards=count)
+    for index in range(count):
+        artifact = run.artifacts / f"shard-{index}"
+        artifact.mkdir()
+        for path in staging.glob(f"shard-{index}.*"):
+            shutil.copy2(path, artifact / path.name)
+    return JobRecord("shard", "success")
+
+
+@pytest.fixture
+def origin(tmp_path):
+    bare = tmp_path / "origin.git"
+    make_origin(ROOT, bare)
+    return bare
+
+
+def test_a_night_after_a_published_one(tmp_path, origin):
+    """Tonight's cron run, with last night on the results branch: merged,
+    gated against last night (which it fails: the fixtures regress), said
+    why on the run's page, published, dashboard deployed; the publish and
+    Pages jobs re-run."""
+    yesterday, today = _yesterday(), _today()
+    push_night(origin, BRANCH, {f"{yesterday}/performance.csv": FIXTURES / "old.csv",
+                                f"{yesterday}/performance.jsonl": FIXTURES / "old.jsonl"}, tmp_path / "before")
+    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule", variables={"NIGHTLY_SHARDS": "2"})
+    run.run_all(stand_ins={"shard": fixture_shards})
+    jobs = run.jobs
+    explain = _explain(run)
+    assert jobs["plan"].outputs == {"date": today, "count": "2", "shards": "[0, 1]"}, explain
+    merge = jobs["merge"]
+    assert merge.step("Merge the shards").outcome == "success", explain
+    assert merge.step("Gate against the previous night").outcome == "failure", explain  # the regression
+    assert f"comparing with results/nightly/{yesterday}/performance.csv" in merge.step(
+        "Gate against the previous night").log, explain
+    assert merge.result == "failure" and merge.outputs == {"merged": "success", "dashboard": "success"}, explain
+    assert merge.summary.startswith(f"## Nightly {today} against {yesterday}\n"), merge.summary
+    assert "FAIL (1 slower, 1 new failure, 1 removed)" in merge.summary
+    night = run.artifacts / f"nightly-{today}"
+    assert json.loads((night / "nightly" / today / "compare.json").read_text())["verdict"].startswith("FAIL")
+
+    # The night is published though the gate failed; the dashboard goes to Pages.
+    assert jobs["publish"].result == "success", explain
+    published = branch_files(origin, BRANCH)
+    assert {f"{yesterday}/performance.csv", f"{today}/performance.csv", f"{today}/compare.json"} <= set(published)
+    assert not [p for p in published if "/shards/" in p]
+    assert jobs["pages"].result == "success", explain
+    assert f"2 nights ({yesterday} to {today})" in (run.pages / "index.html").read_text()
+
+    # Re-run, the publish job has nothing new to push; the Pages job uploads
+    # the site again under its attempt's name.
+    again = run.run_job("publish")
+    assert again.result == "success" and "nothing to publish" in again.log(), again.log()
+    pages = run.run_job("pages")
+    assert pages.result == "success", pages.log()
+    assert {p.name for p in run.artifacts.glob("github-pages-*")} == {"github-pages-1", "github-pages-2"}
+
+
+def test_every_checkout_of_this_repository_is_refused_to_plain_git(tmp_path, origin):
+    """The rehearsal's workspaces are the trap itself: git run as root
+    refuses them unless the job's environment trusts the workspace."""
+    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    ok, _ = run._checkout({}, workspace)
+    assert ok
+    done = gha_runner.git("-C", str(workspace), "status", check=False)
+    assert "dubious ownership" in done.stderr
+
+
+@pytest.mark.slow
+def test_two_nights_from_scratch(tmp_path, origin):
+    """Two consecutive cron nights on the tiny lennard_jones model (one
+    backend, three repeats): the first starts the results branch, the second
+    compares with it, and its merge job is re-run.  Prints the wall time of
+    each night."""
+    if shutil.which("faketime") is None:
+        pytest.fail("faketime not found: run `make faketime` (apt-get install faketime)")
+    settings = {"NIGHTLY_SHARDS": "1", "NIGHTLY_FILTER": "^lennard_jones$", "NIGHTLY_BACKENDS": "openxla_eval",
+                "NIGHTLY_REPEAT": "3"}
+    yesterday, today = _yesterday(), _today()
+    walls = []
+    for night, clock in ((1, {"plan": "-1d"}), (2, {})):
+        started = time.monotonic()
+        run = Run(NIGHTLY, origin, tmp_path / f"night{night}", event="schedule", run_id=night,
+                  variables=settings, clock=clock)
+        run.run_all()
+        walls.append(time.monotonic() - started)
+        explain = _explain(run)
+        date = yesterday if night == 1 else today
+        assert run.jobs["plan"].outputs["date"] == date, explain
+        assert {name: job.result for name, job in run.jobs.items()} == {
+            "plan": "success", "shard": "success", "merge": "success", "publish": "success",
+            "pages": "success"}, explain
+        shard_csv = run.artifacts / "shard-0" / "shard-0.csv"
+        rows = results.read_rows(shard_csv)
+        assert set(rows["name"]) == {"lennard_jones"} and set(rows["status"]) == {"pass"}, explain
+        assert len(set(rows["commit"])) == 1 and len(rows["commit"].iloc[0]) == 40  # read as root
+        gate_log = run.jobs["merge"].step("Gate against the previous night").log
+        if night == 1:
+            assert "first night" in gate_log, explain
+            assert "The first night" in run.jobs["merge"].summary
+        else:
+            assert f"comparing with results/nightly/{yesterday}/performance.csv" in gate_log, explain
+            compared = json.loads((run.artifacts / f"nightly-{today}" / "nightly" / today /
+                                   "compare.json").read_text())
+            assert compared["verdict"].startswith("PASS"), compared["verdict"]
+            assert run.jobs["merge"].summary.startswith(f"## Nightly {today} against {yesterday}")
+            # "Re-run jobs": the merge job merges and uploads again, over its artifact.
+            again = run.run_job("merge")
+            assert again.result == "success", again.log()
+        assert f"{date}/performance.csv" in branch_files(origin, BRANCH)
+    assert "2 nights" in (tmp_path / "night2" / "pages" / "index.html").read_text()
+    print(f"\nrehearsal wall time: night 1 {walls[0]:.0f} s, night 2 {walls[1]:.0f} s")
+
