@@ -33,9 +33,10 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# merge, gate and dashboard import no torch: in CI they get a venv without it
-# (the project, and setup.cfg's other requirements). Where .venv is a light
-# one, those targets use it as it is; everywhere else they use the full one.
+# merge, dashboard and a gate without re-runs (--no-confirm) import no torch:
+# on a machine that only merges and renders, a venv without it serves (the
+# project, and setup.cfg's other requirements). Where .venv is a light one,
+# those targets use it as it is; everywhere else they use the full one.
 install-light: $(LIGHT_STAMP)
 
 $(LIGHT_STAMP): setup.cfg pyproject.toml

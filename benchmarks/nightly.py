@@ -25,7 +25,7 @@ through ``make nightly-*`` targets::
                                  (and, in GitHub Actions, the run's URL)
     gate [COMPARE FLAGS]         judge the night, as above (--baseline-nights K, --pin DATE,
                                  --previous CSV, --no-confirm)
-    summary                      the comparison as markdown, for $GITHUB_STEP_SUMMARY
+    summary                      why a night was not judged, for $GITHUB_STEP_SUMMARY
     fetch-history                check out the results branch as ROOT (a git worktree)
     publish                      commit ROOT/D's merged files to the results branch and push
     light-requirements           the packages merge, gate and the dashboard need (no torch)
@@ -406,22 +406,24 @@ def run_all(args: argparse.Namespace) -> int:
 
 
 def summary(args: argparse.Namespace) -> int:
-    """The night's judgement (the gate's compare.md: verdict, baseline,
-    regressions with their intervals) as markdown, appended to the file
-    ``$GITHUB_STEP_SUMMARY`` names (the first page of a workflow run), or
-    printed without it.  Standard library only."""
+    """Why a night has no judgement, on the run's first page: appended to
+    the file ``$GITHUB_STEP_SUMMARY`` names (the gate puts its own report
+    there when it judges), or printed with the gate's report without it.
+    Standard library only."""
     tonight = night_dir(args.root, args.date)
     compared = tonight / "compare.md"
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
     if compared.is_file():
-        text = f"## Nightly {args.date}\n\n{compared.read_text()}"
+        if target:
+            return 0  # the gate wrote its report there
+        text = compared.read_text()
     elif not (tonight / RESULT).is_file():
-        text = f"## Nightly {args.date}\n\nNo results: the shards were not merged.\n"
+        text = f"# Nightly {args.date}: no results\n\nThe shards were not merged: see the merge step's log.\n"
     else:
-        text = f"## Nightly {args.date}\n\nNot judged: the gate wrote no report.\n"
+        text = f"# Nightly {args.date}: not judged\n\nThe gate wrote no report: see its log.\n"
     if len(text.encode()) > SUMMARY_LIMIT:
         cut = text.encode()[:SUMMARY_LIMIT - 200].decode(errors="ignore")
         text = f"{cut}\n\n(cut at GitHub's summary limit: the whole report is compare.md in the run's artifacts)\n"
-    target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
         with open(target, "a", encoding="utf-8") as out:
             out.write(text)

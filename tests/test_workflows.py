@@ -200,7 +200,7 @@ def test_nightly_shape():
     assert jobs["merge"]["needs"] == ["plan", "shard"]
     assert "!cancelled()" in jobs["merge"]["if"]  # a failed shard is still merged and gated
     merge_runs = [step["run"] for step in jobs["merge"]["steps"] if "run" in step]
-    assert merge_runs == ["make install-light", "make nightly-history", "make nightly-merge", "make nightly-gate",
+    assert merge_runs == ["make install", "make nightly-history", "make nightly-merge", "make nightly-gate",
                           "make nightly-summary", "make dashboard"]
     shard_runs = [step["run"] for step in jobs["shard"]["steps"] if "run" in step]
     assert shard_runs == ["make install", "make torchbench-install", "make nightly-shard"]
