@@ -12,7 +12,8 @@ Offers:
 * The command line (``python runner.py compare OLD NEW``, in ``benchmarks.cli``):
   0 pass, 1 fail, 2 bad input or an output that cannot be written.
 
-Compute first, render second (the shape of google/benchmark's
+Each run's view of its experiments (rows and raw samples, pooled reference
+runs, labels) is read by ``benchmarks.pairing``. Compute first, render second (the shape of google/benchmark's
 ``get_difference_report`` / ``print_difference_report``): the renderers only
 format what ``compare`` decided, so they are testable against golden files.
 
@@ -55,14 +56,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 from scipy import stats as sps
 from tabulate import tabulate
 
-from benchmarks import results, stats
+from benchmarks import pairing, results, stats
+from benchmarks.pairing import (  # noqa: F401 - read as compare.X by its callers
+    COMMIT_CHARS, NAN, SETTINGS, cpu_change, cpu_label, experiment_key, paired_ratios, run_labels,
+)
 
 SLOWER = "slower"
 FASTER = "faster"
@@ -83,10 +86,6 @@ MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTE
 # Rows whose change was tested (passed in both runs, same settings, enough
 # samples): their change enters the geomean.
 MEASURED_MARKS = frozenset({SLOWER, FASTER, NO_CHANGE, UNCONFIRMED})
-
-SETTINGS = results.SETTING_COLUMNS
-COMMIT_CHARS = 7  # a commit as a header shows it
-NAN = float("nan")
 
 
 # --------------------------------------------------------------------------
@@ -218,203 +217,6 @@ def _row_fields(row: RowComparison) -> dict:
     return {f: getattr(row, f) for f in ROW_FIELDS}
 
 
-@dataclass(frozen=True)
-class _Side:
-    """One run's view of a (name, backend) pair: its row and raw samples."""
-
-    status: str
-    settings: tuple
-    abs_latency_ms: float
-    speedup: float
-    backend_s: tuple[float, ...] = ()
-    baseline_s: tuple[float, ...] = ()
-    error: str = ""
-    cpu: str = ""  # "" when the row did not record it (schema version < 5)
-
-    @property
-    def passed(self) -> bool:
-        return self.status == results.STATUS_PASS
-
-    @property
-    def latencies_s(self) -> tuple[float, ...]:
-        return tuple(s for s in self.backend_s if results.is_finite(s) and s > 0)
-
-    @property
-    def paired(self) -> bool:
-        """Baseline and backend samples come from the same repeats."""
-        return bool(self.backend_s) and len(self.backend_s) == len(self.baseline_s)
-
-    @property
-    def ratios(self) -> tuple[float, ...]:
-        """backend_i / baseline_i for each repeat where both are usable."""
-        if not self.paired:
-            return ()
-        return tuple(b / a for b, a in zip(self.backend_s, self.baseline_s)
-                     if results.is_finite(b) and results.is_finite(a) and a > 0 and b > 0)
-
-
-# --------------------------------------------------------------------------
-# Loading
-
-
-def experiment_key(row: Mapping[str, Any]) -> results.ExperimentKey:
-    """The experiment a CSV row or a samples record belongs to: rows pair
-    across runs by ``results.KEY_COLUMNS`` (where the key is defined); the
-    settings that make a pair ``not comparable`` are ``SETTINGS``."""
-    return results.experiment_key(row)
-
-
-def _status(row: pd.Series) -> str:
-    if results.passed(row):
-        return results.STATUS_PASS
-    return "unknown" if pd.isna(row["status"]) else str(row["status"])
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return NAN
-
-
-def _samples(jsonl_path: Path) -> dict[tuple[str, str, str], tuple[float, ...]]:
-    """Samples per (name, backend, role); the last record of each wins.
-
-    A missing file is not an error: older runs had none; their rows are
-    ``inconclusive``.  Non-numbers stay in place as nan so that baseline and
-    backend samples keep their pairing by position.
-    """
-    if not jsonl_path.exists():
-        return {}
-    found = {}
-    for number, record in enumerate(results.read_samples(jsonl_path), start=1):
-        if not isinstance(record, dict) or not {"name", "backend"} <= set(record):
-            raise ValueError(f"{jsonl_path}: record {number} is not a samples record (no name/backend)")
-        role = record.get("role")
-        if role not in results.SAMPLE_ROLES:
-            continue
-        values = record.get("samples_s") or ()
-        if not isinstance(values, list):
-            raise ValueError(f"{jsonl_path}: record {number}: samples_s is not a list")
-        found[(*experiment_key(record), role)] = tuple(_number(s) for s in values)
-    return found
-
-
-def cpu_label(row: Mapping[str, Any]) -> str:
-    """``"Intel(R) Xeon(R) Processor, 2 CPUs"``: the machine a row ran on;
-    ``""`` for a row that did not record it (schema version < 5)."""
-    model = row.get("cpu_model")
-    count = row.get("cpu_count")
-    model = model.strip() if isinstance(model, str) else ""
-    count = f"{int(count)} CPUs" if results.is_finite(count) else ""
-    if not (model or count):
-        return ""
-    return ", ".join([model or "unknown CPU"] + ([count] if count else []))
-
-
-def _load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], _Side], pd.DataFrame]:
-    df = results.latest(results.read_rows(csv_path))
-    samples = _samples(results.samples_path(csv_path))
-    run = {}
-    for _, row in df.iterrows():
-        key = experiment_key(row)
-        run[key] = _Side(
-            status=_status(row),
-            settings=key.settings,
-            abs_latency_ms=float(row["abs_latency"]) if results.is_finite(row["abs_latency"]) else NAN,
-            speedup=float(row["speedup"]) if results.is_finite(row["speedup"]) else NAN,
-            # A version-1 samples record names only its (name, backend).
-            backend_s=samples.get((*key, "backend"), samples.get((*key.pair_only(), "backend"), ())),
-            baseline_s=samples.get((*key, "baseline"), samples.get((*key.pair_only(), "baseline"), ())),
-            # Optional column (schema v1 files lack it): the first line of a failure.
-            error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
-            cpu=cpu_label(row),
-        )
-    return run, df
-
-
-def paired_ratios(csv_path: str | os.PathLike) -> dict[results.ExperimentKey, tuple[float, ...]]:
-    """The per-repeat backend/baseline ratios of each experiment of a run."""
-    return {key: side.ratios for key, side in _load_run(csv_path)[0].items()}
-
-
-def _pool(sides: Sequence[_Side]) -> _Side:
-    """One experiment over several runs, oldest first: the newest run's row
-    (status, settings, CSV numbers) with the paired samples of every run in
-    which it passed with those settings, concatenated -- pairing stays within
-    each run, so the ratios are exactly the union of the runs' ratios."""
-    newest = sides[-1]
-    usable = [s for s in sides if s.passed and s.paired and s.settings == newest.settings]
-    if not newest.passed or not usable:
-        return newest
-    return replace(newest, backend_s=tuple(x for s in usable for x in s.backend_s),
-                   baseline_s=tuple(x for s in usable for x in s.baseline_s),
-                   cpu="; ".join(sorted({s.cpu for s in usable if s.cpu})))
-
-
-def _load_baseline(csv_paths: Sequence[str | os.PathLike]
-                   ) -> tuple[dict[results.ExperimentKey, _Side], list[pd.DataFrame]]:
-    """The old side: one run, or several pooled (``_pool``).  Its experiments
-    are the newest run's, so an experiment dropped on purpose is judged
-    ``removed`` once, against the run that last had it, not again for as
-    long as an older run in the pool still holds it."""
-    loaded = [_load_run(path) for path in csv_paths]
-    newest = loaded[-1][0]
-    pooled = {key: _pool([run[key] for run, _ in loaded if key in run]) for key in newest}
-    return pooled, [df for _, df in loaded]
-
-
-def _cpus(run: Mapping[Any, _Side]) -> set[str]:
-    return {cpu for side in run.values() for cpu in side.cpu.split("; ") if cpu}
-
-
-def cpu_change(old: Mapping[Any, _Side], new: Mapping[Any, _Side]) -> str:
-    """``"A, 2 CPUs -> B, 4 CPUs"`` when the machines of the two sides differ;
-    ``""`` when they match or a side did not record its CPU."""
-    old_cpus, new_cpus = _cpus(old), _cpus(new)
-    if not (old_cpus and new_cpus) or old_cpus == new_cpus:
-        return ""
-    return f"{'; '.join(sorted(old_cpus))} -> {'; '.join(sorted(new_cpus))}"
-
-
-# --------------------------------------------------------------------------
-# Naming the runs
-
-
-def _run_tag(df: pd.DataFrame) -> str:
-    """``"2026-01-02, commit 1a2b3c4"``: the day the run started (its rows'
-    ``timestamp``) and the commit it ran, when the rows carry them."""
-    parts = []
-    if "timestamp" in df:
-        days = df["timestamp"].dropna().astype(str).str[:10]
-        if not days.empty:
-            parts.append(days.min())
-    if "commit" in df:
-        commits = sorted({str(c)[:COMMIT_CHARS] for c in df["commit"].dropna() if str(c) != "unknown"})
-        if commits:
-            # Shards merged from different checkouts: worth seeing in a header.
-            parts.append(("commit " if len(commits) == 1 else "commits ") + ", ".join(commits))
-    return ", ".join(parts)
-
-
-def run_labels(old_csv: str | os.PathLike | Sequence[str | os.PathLike], new_csv: str | os.PathLike,
-               old_tag: str = "", new_tag: str = "") -> tuple[str, str]:
-    """Names for the two runs that tell them apart: each path relative to
-    the folder both are in (``2026-01-01/performance.csv``), plus the
-    run's tag (date, commit) when its rows carry one.  Several old runs
-    (a pooled baseline) are named together: ``pooled 2 runs: a.csv, b.csv``."""
-    olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
-    paths = [Path(p).resolve() for p in [*olds, new_csv]]
-    if len(set(paths)) == 1:
-        labels = [p.name for p in paths]
-    else:
-        parent = Path(os.path.commonpath(paths))
-        labels = [str(p.relative_to(parent)) for p in paths]
-    old_label = labels[0] if len(olds) == 1 else f"pooled {len(olds)} runs: " + ", ".join(labels[:-1])
-    return tuple(f"{label} ({tag})" if tag else label for label, tag in zip((old_label, labels[-1]),
-                                                                             (old_tag, new_tag)))
-
-
 # --------------------------------------------------------------------------
 # Judging one pair
 
@@ -423,7 +225,7 @@ def _shorten(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _settings_note(old: _Side, new: _Side) -> str:
+def _settings_note(old: pairing.Side, new: pairing.Side) -> str:
     return ", ".join(
         f"{name} {a} -> {b}" for name, a, b in zip(SETTINGS, old.settings, new.settings) if a != b
     )
@@ -450,7 +252,7 @@ def _direction(change: float, p_value: float, threshold: float, alpha: float) ->
     return NO_CHANGE
 
 
-def _why_untested(old: _Side, new: _Side, min_samples: int) -> str:
+def _why_untested(old: pairing.Side, new: pairing.Side, min_samples: int) -> str:
     if not (old.backend_s and new.backend_s):
         return "inconclusive: no raw samples (.jsonl); change from the CSV's speedups"
     unpaired = [f"{side} has {len(s.backend_s)} backend vs {len(s.baseline_s)} baseline samples"
@@ -469,7 +271,7 @@ class _Policy:
     latency_criterion: bool
 
 
-def _judge_status(old: _Side, new: _Side) -> str | None:
+def _judge_status(old: pairing.Side, new: pairing.Side) -> str | None:
     if old.passed and not new.passed:
         return NEW_FAILURE
     if new.passed and not old.passed:
@@ -479,7 +281,7 @@ def _judge_status(old: _Side, new: _Side) -> str | None:
     return None
 
 
-def _judge_measured(old: _Side, new: _Side, policy: _Policy) -> dict:
+def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> dict:
     """Mark, numbers and note of a pair that passed in both runs."""
     old_ratios, new_ratios = old.ratios, new.ratios
     if old_ratios and new_ratios:
@@ -509,7 +311,7 @@ def _judge_measured(old: _Side, new: _Side, policy: _Policy) -> dict:
     return {**found, "mark": mark}
 
 
-def _row(key: results.ExperimentKey, old: _Side | None, new: _Side | None, policy: _Policy,
+def _row(key: results.ExperimentKey, old: pairing.Side | None, new: pairing.Side | None, policy: _Policy,
          partial: bool = False, mixed_cpus: bool = False) -> RowComparison:
     base = dict(
         key=key,
@@ -566,7 +368,7 @@ def compare(
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``, or
     against several old runs pooled (a sequence of paths, oldest first: see
-    ``_load_baseline``).
+    ``pairing.load_baseline``).
 
     ``threshold`` is the smallest relative change of the backend/baseline
     ratio worth a mark (0.05 = 5%), ``alpha`` the significance level of the
@@ -584,13 +386,13 @@ def compare(
     olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
     if not olds:
         raise ValueError("no baseline run to compare with")
-    (old_run, old_dfs), (new_run, new_df) = _load_baseline(olds), _load_run(new_csv)
-    mixed = len(_cpus(old_run)) > 1 or len(_cpus(new_run)) > 1
+    (old_run, old_dfs), (new_run, new_df) = pairing.load_baseline(olds), pairing.load_run(new_csv)
+    mixed = len(pairing.cpus_of(old_run)) > 1 or len(pairing.cpus_of(new_run)) > 1
     pairs = results.pair_experiments(old_run, new_run)
     rows = [_row(o or n, old_run.get(o), new_run.get(n), policy, bool(partial), mixed) for o, n in pairs]
     ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and results.is_finite(row.change)]
-    old_tag = _run_tag(old_dfs[-1]) if len(olds) == 1 else ""
-    labels = run_labels(olds, new_csv, old_tag, _run_tag(new_df))
+    old_tag = pairing.run_tag(old_dfs[-1]) if len(olds) == 1 else ""
+    labels = run_labels(olds, new_csv, old_tag, pairing.run_tag(new_df))
     return Comparison(
         rows=rows,
         old_label=old_label or labels[0],

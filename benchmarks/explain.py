@@ -23,11 +23,16 @@ def _number(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _ms(value: float) -> str:
+    """Milliseconds in fixed point, three significant digits (never an exponent)."""
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+
+
 def _host_share(row) -> str:
     host, latency = _number(row.get("host_ms")), _number(row.get("abs_latency"))
     if host is None or not latency:
         return "host time: not measured (a host backend, or no timed step)"
-    return f"host time: {host:.3g} ms of a {latency:.3g} ms step ({host / latency:.0%})"
+    return f"host time: {_ms(host)} ms of a {_ms(latency)} ms step ({host / latency:.0%})"
 
 
 def _recompile_reasons(samples: list[dict]) -> dict[results.ExperimentKey, list[str]]:

@@ -21,7 +21,7 @@ Baselines (``choose_baseline``), in the order they are asked for:
 * ``--pin DATE``: that night alone (it must be complete);
 * by default the last ``K`` complete nights before tonight, pooled: per
   experiment, the paired backend/baseline ratios of those nights are put
-  together (``compare._load_baseline``), so its median is the median ratio
+  together (``pairing.load_baseline``), so its median is the median ratio
   over K nights and Mann-Whitney still compares raw samples.  One noisy night
   moves the reference by a K-th, and a slow drift is caught once tonight has
   drifted ``threshold`` from the middle of the window (3% a night: by the
