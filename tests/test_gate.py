@@ -343,3 +343,41 @@ def test_aa_nights_keeps_earlier_nights_unless_resumed(tmp_path, capsys):
     assert "pass --resume" in capsys.readouterr().err
     assert aa_nights.main(["--help"]) == 0
     assert "identical nights" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------
+# The re-run for real (slow: two runs of the harness)
+
+
+@pytest.mark.slow
+def test_a_regression_made_up_on_paper_is_not_confirmed_by_a_real_rerun(tmp_path):
+    """Night 1 runs for real; night 2 is night 1 with its backend samples
+    made 30% slower on paper. The gate measures the row again with night 1's
+    settings, finds no change, and passes the night."""
+    import os
+    import subprocess
+    import sys
+
+    root_dir = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root_dir / "tests" / "fault_models"), PJRT_DEVICE="CPU")
+    first = subprocess.run(
+        [sys.executable, "-m", "benchmarks.nightly", "--root", str(tmp_path), "--date", DATES[0],
+         "--backends", "eager", "--", "--suite", "torchbench", "--only", "steady", "--repeat", "12",
+         "--warmup", "1", "--no-cold-start"], cwd=root_dir, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    night, copy = tmp_path / DATES[0], tmp_path / DATES[1]
+    copy.mkdir()
+    shutil.copy(night / "performance.csv", copy / "performance.csv")
+    shutil.copy(night / history.NIGHT_FILE, copy / history.NIGHT_FILE)
+    slowed = [{**r, "samples_s": [s * 1.3 for s in r["samples_s"]]} if r["role"] == "backend" else r
+              for r in results.read_samples(night / "performance.jsonl")]
+    results.append_samples(copy / "performance.jsonl", slowed)
+    gated = subprocess.run([sys.executable, "-m", "benchmarks.nightly", "gate", "--root", str(tmp_path),
+                            "--date", DATES[1]], cwd=root_dir, env=env, capture_output=True, text=True,
+                           timeout=600)
+    verdict = _verdict(tmp_path, DATES[1])
+    assert verdict["confirmation"]["verdict_before"] == "FAIL (1 slower)", gated.stderr
+    assert "measuring steady (eager) again" in gated.stderr
+    assert results.read_rows(copy / "confirm" / "performance.csv")["name"].tolist() == ["steady"]
+    assert gated.returncode == 0 and verdict["verdict"] == "PASS", gated.stdout + gated.stderr
+    assert [r["mark"] for r in verdict["rows"]] == [compare.UNCONFIRMED]
