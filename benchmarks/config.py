@@ -58,6 +58,9 @@ class RunConfig:
     threads: int | None = None  # torch intra-op and XLA CPU client threads; None: the CPUs allowed
     cpu_affinity: tuple[int, ...] = ()  # CPUs the worker may run on; (): as inherited
     compile_step: bool = False  # training: the whole step (forward, loss, backward, SGD) compiled
+    # With compile_step: the step compiled as written (dynamo breaks it into
+    # graphs at backward() and around the update), not as one graph.
+    step_as_written: bool = False
 
     @property
     def adaptive(self) -> bool:
@@ -84,10 +87,13 @@ class RunConfig:
     @property
     def phase(self) -> str:
         """The rows' ``mode``: a training run with the whole step compiled
-        (``compile_step``) is an experiment of its own."""
+        (``compile_step``) is an experiment of its own, as one graph or as
+        written (``step_as_written``)."""
         if not self.training:
             return "inference"
-        return "training_step" if self.compile_step else "training"
+        if not self.compile_step:
+            return "training"
+        return "training_step_graphs" if self.step_as_written else "training_step"
 
     def settings(self):
         """configs/ as the run read it when it started (``configs_text``), the

@@ -59,14 +59,18 @@ def baseline_runner(module: torch.nn.Module, use_xla: bool, training: bool = Fal
 
 
 def backend_runner(module: torch.nn.Module, backend: str, training: bool = False,
-                   precision: str = "fp32", on_graph=None, compile_step: bool = False) -> Runner:
+                   precision: str = "fp32", on_graph=None, compile_step: bool = False,
+                   step_as_written: bool = False) -> Runner:
     """``on_graph(gm, example_inputs)``, when given, sees every graph dynamo
     hands to the backend, before the backend compiles it. ``compile_step``
-    (training): the whole step function is compiled, forward, loss, backward
-    and optimizer step, not just the model."""
+    (training): the whole step is compiled, forward, loss, backward and
+    optimizer step, not just the model: as one graph
+    (``xla_backends.step``), or with ``step_as_written`` the step function
+    as written, which dynamo breaks into graphs at ``backward()``."""
     compile_with = _observed(backend, on_graph) if on_graph else backend
+    step_kind = ("as_written" if step_as_written else "whole") if compile_step else None
     return _runner(backend, module, runs_on_xla(backend), compile_with, training, precision,
-                   compile_step)
+                   step_kind)
 
 
 def _observed(backend: str, on_graph):
@@ -93,13 +97,15 @@ def torch_dtype(precision: str) -> torch.dtype | None:
 
 
 def _runner(name, module, on_xla, compile_with, training, precision="fp32",
-            compile_step=False) -> Runner:
+            step_kind=None) -> Runner:
     device = _xla_device() if on_xla else torch.device("cpu")
     dtype = torch_dtype(precision)
     model = copy.deepcopy(module).to(device).train(training)
     if dtype is not None:
         model = model.to(dtype)  # floating parameters and buffers only
-    if training and compile_step and compile_with:
+    if training and step_kind == "whole" and compile_with:
+        step = _whole_step(model, compile_with)
+    elif training and step_kind and compile_with:
         # One function as torch_xla's training tests compile it: dynamo
         # captures the loss and the SGD step too (backward() breaks the graph).
         step = torch.compile(_training_step(model, model), backend=compile_with)
@@ -167,6 +173,20 @@ def _training_step(fn, model):
         loss.backward()
         optimizer.step()
         return loss
+
+    return step
+
+
+def _whole_step(model, backend):
+    """The training step of ``_training_step``, compiled as one graph; it
+    falls back to the step as written, with a warning, where it cannot be."""
+    from xla_backends.step import compile_step
+
+    whole = compile_step(model, torch.optim.SGD(model.parameters(), lr=LEARNING_RATE), scalar_loss,
+                         backend)
+
+    def step(inputs):
+        return call(whole, inputs)
 
     return step
 

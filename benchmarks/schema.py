@@ -128,7 +128,7 @@ COLUMNS: list[Column] = [
     Column("executes_per_iter", "float64", required=False),  # XLA graphs run per iteration
     # Version 2: what was run (the experiment's settings, then the run's metadata).
     Column("suite", "str", required=False),  # builtin | torchbench
-    Column("mode", "str", required=False),  # inference | training | training_step (whole step compiled)
+    Column("mode", "str", required=False),  # inference | training | training_step (whole step compiled as one graph) | training_step_graphs (as written)
     Column("dtype", "str", required=False),  # fp32 | bf16 | fp16 | amp
     Column("dynamic", "str", required=False),  # static | dynamic (batch dimension marked dynamic)
     Column("repeat", "Int64", required=False),

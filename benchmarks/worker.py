@@ -147,7 +147,8 @@ def _runner_of(config: RunConfig, module, key: str):
     if key == BASELINE_KEY:
         return _baseline_runner(config, module)
     return placement.backend_runner(module, key, config.training, config.precision,
-                                    compile_step=config.compile_step)
+                                    compile_step=config.compile_step,
+                                    step_as_written=config.step_as_written)
 
 
 def _backend_runners(config: RunConfig, module, bases: list[dict], result: ModelResult) -> list:

@@ -8,8 +8,9 @@
   process, a load attempt in the next (on PJRT CPU, a deserialize failure);
 * threads and CPU affinity applied in the worker and recorded;
 * adaptive repeats recorded in the rows; headroom from hand-computed numbers;
-* ``--compile-step``: the whole training step compiled, its accuracy checked
-  over several steps (a backend that loses the optimizer's updates fails).
+* ``--compile-step``: the whole training step compiled, as one graph or as
+  written, its accuracy checked over several steps (a backend that loses the
+  optimizer's updates fails); one graph runs one executable per step.
 """
 import copy
 import os
@@ -255,25 +256,47 @@ def _drop_updates(gm, example_inputs):
     return copy.deepcopy(gm).forward if updates else gm.forward
 
 
-@pytest.fixture
-def drop_updates():
+def _drop_input_updates(gm, example_inputs):
+    """A backend that runs graphs on copies of their inputs: every in-place
+    update of an argument (the whole step's parameters and state) is lost."""
+    def run(*args):
+        return gm(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+
+    return run
+
+
+def _registered(name, backend) -> str:
     import torch._dynamo
 
-    name = "test_drop_updates"
     if name not in torch._dynamo.list_backends(exclude_tags=()):
-        torch._dynamo.register_backend(_drop_updates, name=name)
+        torch._dynamo.register_backend(backend, name=name)
     return name
 
 
-def test_compile_step_checks_accuracy_over_several_steps(config, drop_updates, xla):
+@pytest.fixture
+def drop_updates():
+    return _registered("test_drop_updates", _drop_updates)
+
+
+@pytest.fixture
+def drop_input_updates():
+    return _registered("test_drop_input_updates", _drop_input_updates)
+
+
+def test_compile_step_checks_accuracy_over_several_steps(config, drop_updates, drop_input_updates, xla):
     # (xla: torch_xla loaded before this process's first backward, or the
     # autograd engine starts without the XLA device's queue.)
     training = config.replace(mode="accuracy", training=True)
-    (row,) = worker.run_model(training.replace(compile_step=True), "ok_mlp").rows
+    whole, as_written = training.replace(compile_step=True), training.replace(compile_step=True,
+                                                                              step_as_written=True)
+    (row,) = worker.run_model(whole, "ok_mlp").rows
     assert row["mode"] == "training_step" and row["accuracy"] == "pass", row
+    (row,) = worker.run_model(as_written, "ok_mlp").rows
+    assert row["mode"] == "training_step_graphs" and row["accuracy"] == "pass", row
     # Losing the SGD updates leaves the first step right and the next wrong.
-    (row,) = worker.run_model(training.replace(backends=(drop_updates,), compile_step=True),
-                              "ok_mlp").rows
+    (row,) = worker.run_model(as_written.replace(backends=(drop_updates,)), "ok_mlp").rows
+    assert row["accuracy"] == "fail_accuracy", row
+    (row,) = worker.run_model(whole.replace(backends=(drop_input_updates,)), "ok_mlp").rows
     assert row["accuracy"] == "fail_accuracy", row
     # With the model alone compiled, the optimizer runs eagerly: right.
     (row,) = worker.run_model(training.replace(backends=(drop_updates,)), "ok_mlp").rows
@@ -281,13 +304,20 @@ def test_compile_step_checks_accuracy_over_several_steps(config, drop_updates, x
 
 
 def test_compile_step_puts_loss_and_optimizer_in_the_backends_graphs(config, xla):
-    """With aot_torchxla_trace_once, a training step leaves lazily only the
-    copy of updated parameters: fewer XLA graphs run lazily per step than when
-    the loss and SGD step run lazily around the compiled model."""
+    """With aot_torchxla_trace_once, the step compiled as written leaves
+    lazily only the copy of updated parameters: fewer XLA graphs run lazily
+    per step than when the loss and SGD step run lazily around the compiled
+    model. Compiled as one graph, a step runs one executable and compiles
+    nothing."""
     training = config.replace(training=True, use_xla_baseline=True, backends=("aot_torchxla_trace_once",))
     (model_only,) = worker.run_model(training, "ok_mlp").rows
+    (as_written,) = worker.run_model(training.replace(compile_step=True, step_as_written=True),
+                                     "ok_mlp").rows
     (whole,) = worker.run_model(training.replace(compile_step=True), "ok_mlp").rows
-    assert model_only["status"] == whole["status"] == "pass", (model_only.get("error"), whole.get("error"))
-    assert (model_only["mode"], whole["mode"]) == ("training", "training_step")
-    assert whole["dynamo_graphs"] > model_only["dynamo_graphs"]  # the optimizer step is a graph too
-    assert whole["compiles_per_iter"] < model_only["compiles_per_iter"]
+    rows = (model_only, as_written, whole)
+    assert [r["status"] for r in rows] == ["pass"] * 3, [r.get("error") for r in rows]
+    assert [r["mode"] for r in rows] == ["training", "training_step_graphs", "training_step"]
+    assert as_written["dynamo_graphs"] > model_only["dynamo_graphs"]  # the optimizer step is a graph too
+    assert as_written["compiles_per_iter"] < model_only["compiles_per_iter"]
+    assert whole["executes_per_iter"] == 1 and whole["compiles_per_iter"] == 0
+    assert as_written["executes_per_iter"] > 1

@@ -46,6 +46,10 @@ def test_threads_affinity_and_compile_step():
     assert c.threads == 1 and c.cpu_affinity == (first,)
     assert c.compile_step and c.phase == "training_step"
     assert c.output.endswith("performance_training_step_cpu.csv")
+    assert not c.step_as_written
+    graphs = config("--training", "--compile-step=graphs")
+    assert graphs.compile_step and graphs.step_as_written and graphs.phase == "training_step_graphs"
+    assert graphs.output.endswith("performance_training_step_graphs_cpu.csv")
 
 
 def test_cpu_lists():

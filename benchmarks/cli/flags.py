@@ -39,9 +39,11 @@ def _experiment(p: argparse.ArgumentParser) -> None:
     phase = p.add_mutually_exclusive_group()
     phase.add_argument("--inference", action="store_true", help="run inference (default)")
     phase.add_argument("--training", action="store_true", help="run a training step")
-    p.add_argument("--compile-step", action="store_true",
-                   help="with --training: compile the whole step (forward, loss, backward, SGD step) "
-                        "as one function, not only the model (rows of mode training_step)")
+    p.add_argument("--compile-step", nargs="?", const="whole", choices=("whole", "graphs"),
+                   help="with --training: compile the whole step (forward, loss, backward, SGD step), "
+                        "not only the model: as one graph (whole, the default; rows of mode "
+                        "training_step), or as written, which dynamo breaks into graphs at backward() "
+                        "(graphs; rows of mode training_step_graphs)")
     p.add_argument("--backend", action="append", metavar="NAME",
                    help="dynamo backend to measure; repeat it or separate names with commas "
                         f"(default: {','.join(DEFAULT_BACKENDS)})")

@@ -156,7 +156,8 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None,
         max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
-        cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
+        cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=bool(args.compile_step),
+        step_as_written=args.compile_step == "graphs",
     )
 
 
@@ -167,7 +168,7 @@ def default_output_name(args) -> str:
     as ``make bench``'s and a one-model check, never meet in one file."""
     phase = "training" if args.training else "inference"
     if args.compile_step:
-        phase = "training_step"
+        phase = "training_step_graphs" if args.compile_step == "graphs" else "training_step"
     parts = ["accuracy" if args.accuracy else "performance", phase, args.device]
     if args.suite != "builtin":
         parts.append(args.suite)
