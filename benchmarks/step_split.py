@@ -11,6 +11,9 @@ step at batch 1 of each model as
 * ``lazy, sync after forward and backward``: the pieces AOT autograd makes;
 * ``ours``: the model compiled with ``aot_torchxla_trace_once``;
 * ``openxla``: the model compiled with torch_xla's own AOT backend;
+* ``ours, whole step`` / ``openxla, whole step``: the whole step (forward,
+  loss, backward, update) compiled as one graph (``xla_backends.step``),
+  one executable a step;
 
 and prints each variant's median step time and the lazy step's median over
 it (above 1x: faster than lazy).
@@ -30,7 +33,8 @@ SYNC_AFTER = {  # lazy variants: where the step is cut into executables
     "lazy, sync after forward and backward": ("forward", "backward"),
 }
 COMPILED = {"ours": "aot_torchxla_trace_once", "openxla": "openxla"}
-VARIANTS = tuple(SYNC_AFTER) + tuple(COMPILED)
+WHOLE = {"ours, whole step": "aot_torchxla_trace_once", "openxla, whole step": "openxla"}
+VARIANTS = tuple(SYNC_AFTER) + tuple(COMPILED) + tuple(WHOLE)
 
 
 def make_step(module, inputs, variant: str):
@@ -41,6 +45,7 @@ def make_step(module, inputs, variant: str):
 
     import xla_backends  # noqa: F401  (registers our backends)
     from benchmarks.placement import LEARNING_RATE, scalar_loss, sync_device
+    from xla_backends.step import compile_step
 
     device = torch_xla.device()
     model = copy.deepcopy(module).to(device).train()
@@ -48,6 +53,15 @@ def make_step(module, inputs, variant: str):
     cuts = SYNC_AFTER.get(variant, ())
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
     args = tuple(t.to(device) for t in inputs)
+    if variant in WHOLE:
+        whole = compile_step(model, optimizer, scalar_loss, WHOLE[variant])
+
+        def step():
+            whole(*args)
+            sync_device()
+
+        step.model = model
+        return step
 
     def step():
         optimizer.zero_grad(set_to_none=True)

@@ -24,12 +24,12 @@ def test_every_variant_trains_and_is_timed(monkeypatch, xla):
     assert torch.equal(module[0].weight, nn.Linear(8, 16).weight)
 
 
-def test_every_lazy_variant_updates_the_weights_as_a_plain_step_does(xla):
+def test_every_lazy_and_whole_step_variant_updates_the_weights_as_a_plain_step_does(xla):
     torch.manual_seed(0)
     module = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 1))
     x = torch.randn(2, 4)
     finals = []
-    for variant in step_split.SYNC_AFTER:
+    for variant in (*step_split.SYNC_AFTER, *step_split.WHOLE):
         step = step_split.make_step(module, (x,), variant)
         step()
         step()

@@ -91,6 +91,31 @@ def test_steps_match_eager(xla, as_written):
     assert step.one_graph is not as_written
 
 
+class PoolNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.fc = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Linear(4 * 3 * 3, 2)
+
+    def forward(self, x):
+        h = nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 3, 2, ceil_mode=True)
+        return self.fc(h.flatten(1))
+
+
+def test_max_pooling_steps_match_eager(xla):
+    # torch_xla's max_pool2d is a C++ autograd function torch.func cannot
+    # differentiate: the step pools through max_pool2d_with_indices instead.
+    torch.manual_seed(0)
+    (eager, e_opt), _, (ours, _, step) = trio(PoolNet(), xla)
+    for n in range(3):
+        x = torch.randn(2, 3, 8, 8)
+        close(step(x.to(xla)), eager_step(eager, e_opt, x), f"step {n}: loss")
+        torch_xla.sync()
+        for (name, p), q in zip(ours.named_parameters(), eager.parameters()):
+            close(p, q, f"step {n}: {name}")
+            close(p.grad, q.grad, f"step {n}: {name}.grad")
+    assert step.one_graph
+
+
 def test_one_executable_per_step(xla, metrics):
     torch.manual_seed(0)
     *_, (ours, _, step) = trio(BNNet(), xla)
@@ -186,6 +211,34 @@ def test_a_graph_break_falls_back_to_the_step_as_written_with_one_warning(xla):
     mine = [w for w in caught if "does not compile into one graph" in str(w.message)]
     assert len(mine) == 1, [str(w.message) for w in caught]
     close(ours.fc2.weight, eager.fc2.weight, "weight after the fall-back")
+
+
+class OldStyleDouble(torch.autograd.Function):
+    """An autograd.Function without ``setup_context``: torch.func refuses it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def test_a_step_dynamo_cannot_capture_falls_back(xla):
+    class Doubling(BNNet):
+        def forward(self, x):
+            return self.fc2(OldStyleDouble.apply(torch.relu(self.bn(self.fc1(x)))))
+
+    torch.manual_seed(0)
+    (eager, e_opt), _, (ours, _, step) = trio(Doubling(), xla)
+    with pytest.warns(UserWarning, match="could not capture"):
+        for n in range(2):
+            x = torch.randn(8, 6)
+            close(step(x.to(xla)), eager_step(eager, e_opt, x), f"step {n}: loss")
+            torch_xla.sync()
+    assert not step.one_graph
+    close(ours.fc1.weight, eager.fc1.weight, "weight after the fall-back")
 
 
 def test_optimizer_hooks_fall_back(xla):

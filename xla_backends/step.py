@@ -21,9 +21,10 @@ optimizer's state and the model's buffers (BatchNorm statistics) are updated
 in place as an eager step leaves them, and are marked as buffer donors, so
 on XLA each update is written over the buffer of the value it replaces.
 
-Where that is not possible (the optimizer has hooks, or dynamo does not
-capture the functional step as one graph: a graph break in the model), the
-step runs as written, compiled with the same backend, after one warning.
+Where that is not possible (the optimizer has hooks, dynamo cannot capture
+the functional step, or captures it as several graphs: a graph break in the
+model), the step runs as written, compiled with the same backend, after one
+warning.
 ``as_written=True`` asks for that path from the start.
 
 Differences from the step written as usual: every trainable parameter gets a
@@ -71,8 +72,14 @@ class WholeStep:
             return self._as_written(args, kwargs)
         self._ensure_grads()
         graphs, breaks = self._graphs, _graph_breaks()
-        with torch.no_grad():  # torch.func.grad differentiates all the same
-            loss = self._whole(args, kwargs)
+        try:
+            with torch.no_grad():  # torch.func.grad differentiates all the same
+                loss = self._whole(args, kwargs)
+        except torch._dynamo.exc.TorchDynamoException as err:
+            # Raised while capturing or compiling, before anything ran: the
+            # step as written is still to run (and raises a genuine error).
+            self._fall_back(f"dynamo could not capture it: {str(err).splitlines()[0]}")
+            return self._as_written(args, kwargs)
         if self._graphs - graphs > 1 or _graph_breaks() != breaks:
             self._fall_back(f"dynamo captured it as {self._graphs - graphs} graphs "
                             f"({_graph_breaks() - breaks} graph breaks)")
@@ -103,7 +110,8 @@ class WholeStep:
                 + [t for s in optimizer.state.values() for t in s.values() if isinstance(t, torch.Tensor)])
         # The state is an argument of the transformed function, not captured:
         # torch.func refuses in-place updates (BatchNorm's) of captured tensors.
-        grads, loss = torch.func.grad_and_value(self._loss)(params, state, args, kwargs)
+        with _PoolsWithIndices():
+            grads, loss = torch.func.grad_and_value(self._loss)(params, state, args, kwargs)
         for name, p in params.items():
             p.grad.copy_(grads[name])
         self._update(optimizer)
@@ -119,6 +127,30 @@ class WholeStep:
         loss.backward()
         self.optimizer.step()
         return loss
+
+
+class _PoolsWithIndices(torch.overrides.TorchFunctionMode):
+    """Max pooling of XLA tensors through its ``_with_indices`` form.
+
+    torch_xla implements ``max_pool2d``/``max_pool3d`` as C++ autograd
+    functions, which ``torch.func`` cannot differentiate ("cannot use C++
+    torch::autograd::Function with functorch transforms"); the
+    ``_with_indices`` forms have the ordinary derivative, which XLA lowers
+    too. Same values, the indices dropped."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        pool = _WITH_INDICES.get(func)
+        wants_indices = kwargs.get("return_indices", len(args) > 6 and args[6])
+        if pool is None or wants_indices or args[0].device.type != "xla":
+            return func(*args, **kwargs)
+        kwargs = {k: v for k, v in kwargs.items() if k != "return_indices"}
+        return pool(*args[:6], **kwargs)[0]
+
+
+_F = torch.nn.functional
+_WITH_INDICES = {_F.max_pool2d: _F.max_pool2d_with_indices, torch.max_pool2d: _F.max_pool2d_with_indices,
+                 _F.max_pool3d: _F.max_pool3d_with_indices, torch.max_pool3d: _F.max_pool3d_with_indices}
 
 
 def _donate(tensors) -> None:
