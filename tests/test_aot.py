@@ -113,3 +113,21 @@ def test_dropout_and_batchnorm_in_train_mode():
         assert on_xla.bn.num_batches_tracked.item() == step + 1
     # Same weights, same input: only the dropout mask changes the loss.
     assert len(set(losses)) > 1
+
+
+def test_weights_saved_for_the_backward_are_not_copied_every_step():
+    # The backward of a linear layer reads t(weight): made inside the
+    # backward's executable, not copied out lazily between the two.
+    (eager, e_opt), (compiled, x_opt, on_xla) = _pair(_mlp())
+    for n in range(5):
+        if n == 2:
+            xm.wait_device_ops()
+            met.clear_all()
+        x = torch.randn(5, 6)
+        _step(eager, e_opt, x)
+        _step(compiled, x_opt, x.to(DEVICE))
+        torch_xla.sync()
+    assert not met.counter_value("xla::t_copy")
+    assert not met.counter_value("UncachedCompile")
+    for (name, a), b in zip(eager.named_parameters(), on_xla.parameters()):
+        torch.testing.assert_close(b.grad.cpu(), a.grad, atol=1e-5, rtol=1e-4, msg=name)

@@ -11,10 +11,15 @@ rebuilding them from the inputs after the graph ran: such inputs are never
 donated (see ``trace_once.compile``), since their buffers must outlive the run.
 A backward graph donates nothing: its inputs are tensors the forward saved,
 among them the caller's own inputs, which eager leaves readable.
+
+Views of inputs the backward reads (a linear layer's ``t(weight)``) are made
+inside the backward's executable from the input itself (``saved_views``),
+not copied out by a lazy execution between the two on every step.
 """
 from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 
+from .saved_views import partition
 from .trace_once import Donors, TraceOnce
 from .trace_once.compile import NO_DONATION
 
@@ -44,4 +49,5 @@ def _donors(gm) -> Donors:
     return Donors(keep=frozenset(o.base_idx for o in meta.output_info if o.output_type in aliased))
 
 
-aot_torchxla_trace_once = aot_autograd(fw_compiler=_boxed_trace_once, bw_compiler=_boxed_backward)
+aot_torchxla_trace_once = aot_autograd(fw_compiler=_boxed_trace_once, bw_compiler=_boxed_backward,
+                                       partition_fn=partition)
