@@ -56,6 +56,10 @@ import pandas as pd
 #      and cpu_count (logical CPUs of the machine). Rows of versions 1-4
 #      did not record them: read with both empty (unknown), never guessed,
 #      so compare reports no change of CPU against them.
+#      A new mode value, no new column: training_step_graphs, the training
+#      step compiled as written (--compile-step=graphs: dynamo breaks it at
+#      backward()), while training_step rows are now the step compiled as one
+#      graph; training_step rows written before are the step as written.
 SCHEMA_VERSION = 5
 
 STATUS_PASS = "pass"
