@@ -131,3 +131,19 @@ def test_weights_saved_for_the_backward_are_not_copied_every_step():
     assert not met.counter_value("UncachedCompile")
     for (name, a), b in zip(eager.named_parameters(), on_xla.parameters()):
         torch.testing.assert_close(b.grad.cpu(), a.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_attention_dropout_keeps_its_expectation():
+    # torch_xla's native_dropout, which AOT autograd makes of every dropout,
+    # scales kept elements by 1/p instead of 1/(1-p): at p=0.1, nine times
+    # too large. Attention rows of uniform weights over v of ones: every
+    # output element and every gradient element of v averages 1.
+    def attend(q, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, q, v, dropout_p=0.1)
+
+    q = torch.zeros(1, 1, 256, 8, device=DEVICE)
+    v = torch.ones(1, 1, 256, 8, device=DEVICE, requires_grad=True)
+    out = torch.compile(attend, backend="aot_torchxla_trace_once")(q, v)
+    out.sum().backward()
+    torch.testing.assert_close(out.mean().item(), 1.0, atol=0.05, rtol=0)
+    torch.testing.assert_close(v.grad.mean().item(), 1.0, atol=0.05, rtol=0)

@@ -12,11 +12,19 @@ donated (see ``trace_once.compile``), since their buffers must outlive the run.
 A backward graph donates nothing: its inputs are tensors the forward saved,
 among them the caller's own inputs, which eager leaves readable.
 
+torch_xla 2.9's ``native_dropout`` keeps elements with probability 1 - p
+but scales them by 1/p, not 1/(1 - p) (right only at p = 0.5); AOT autograd
+turns every dropout it traces into ``native_dropout`` (the attention dropout
+of ``scaled_dot_product_attention`` among them), so it is decomposed here,
+with PyTorch's own decomposition, into a random mask and a scale.
+
 Views of inputs the backward reads (a linear layer's ``t(weight)``) are made
 inside the backward's executable from the input itself (``saved_views``),
 not copied out by a lazy execution between the two on every step.
 """
+import torch
 from functorch.compile import make_boxed_func
+from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
 from .saved_views import partition
@@ -49,5 +57,6 @@ def _donors(gm) -> Donors:
     return Donors(keep=frozenset(o.base_idx for o in meta.output_info if o.output_type in aliased))
 
 
-aot_torchxla_trace_once = aot_autograd(fw_compiler=_boxed_trace_once, bw_compiler=_boxed_backward,
-                                       partition_fn=partition)
+aot_torchxla_trace_once = aot_autograd(
+    fw_compiler=_boxed_trace_once, bw_compiler=_boxed_backward, partition_fn=partition,
+    decompositions=get_decompositions([torch.ops.aten.native_dropout]))
