@@ -2,6 +2,7 @@
 traced once, compared with eager training step after step."""
 import copy
 
+import pytest
 import torch
 import torch_xla
 import torch_xla.core.xla_model as xm
@@ -147,3 +148,35 @@ def test_attention_dropout_keeps_its_expectation():
     out.sum().backward()
     torch.testing.assert_close(out.mean().item(), 1.0, atol=0.05, rtol=0)
     torch.testing.assert_close(v.grad.mean().item(), 1.0, atol=0.05, rtol=0)
+
+
+def _write_one_read_the_other(u, v, w):
+    u.mul_(2)
+    return (v * w).sum() + u.sum()
+
+
+def _aliases(kind):
+    def make(device):
+        base = torch.arange(9.0, device=device).reshape(3, 3)
+        return (base[0], base[:, 0], base) if kind == "views" else (base[0], base[0].detach(), base)
+    return make
+
+
+@pytest.mark.parametrize("kind", ["views", "detach"])
+def test_arguments_that_share_storage(kind):
+    """Two views of one base (which AOT autograd merges into a synthetic
+    base) or a tensor and its ``detach()``, one updated in place and the
+    other read: outputs, the base and the gradient as in eager, call after call."""
+    make = _aliases(kind)
+    w_eager = torch.nn.Parameter(torch.tensor([1.0, -2.0, 3.0]))
+    w_ours = torch.nn.Parameter(w_eager.detach().to(DEVICE))
+    compiled = torch.compile(_write_one_read_the_other, backend="aot_torchxla_trace_once")
+    for call in range(3):
+        (u, v, base), (u_x, v_x, base_x) = make("cpu"), make(DEVICE)
+        want = _write_one_read_the_other(u, v, w_eager)
+        got = compiled(u_x, v_x, w_ours)
+        want.backward()
+        got.backward()
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), msg=f"call {call}: output")
+        torch.testing.assert_close(base_x.cpu(), base, msg=f"call {call}: base")
+        torch.testing.assert_close(w_ours.grad.cpu(), w_eager.grad, msg=f"call {call}: gradient")

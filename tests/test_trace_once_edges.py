@@ -9,17 +9,20 @@ dtypes, sizes, modes and state a user's code can throw at a graph.
 (``TRACE_ONCE_EDGES_BACKEND=openxla_eval pytest tests/test_trace_once_edges.py``);
 docs/backends.md's known-limits list says where torch_xla's own bridge differs.
 """
+import copy
 import os
 import warnings
 
 import pytest
 import torch
 import torch.nn.functional as F
+import torch_xla
 from torch import nn
 
 import xla_backends  # noqa: F401 - registers the backends
 
 BACKEND = os.environ.get("TRACE_ONCE_EDGES_BACKEND", "torchxla_trace_once")
+XLA = torch.device("xla", 0)
 
 
 def _randn(*shape, seed, dtype=torch.float32):
@@ -134,6 +137,17 @@ def test_host_scalar_argument_gives_a_device_result_that_follows_it(xla):
         out = compiled(x, torch.tensor(s))
         assert out.device.type == "xla"
         torch.testing.assert_close(out.cpu(), torch.full((2,), s))
+
+
+@pytest.mark.parametrize("make", [lambda v, xla: torch.full((), v, device=xla),
+                                  lambda v, xla: torch.tensor(v).to(xla)], ids=["full", "moved"])
+def test_scalar_argument_equal_to_a_constant_of_the_graph(xla, make):
+    """torch_xla keeps one device buffer per scalar value: the argument's
+    first value and the graph's 2.5 share it, and must not be tied."""
+    compiled = _compile(lambda x, s: x * 2.5 + s)
+    x = torch.ones(3, device=xla)
+    for v in (2.5, 4.0, 2.5, -1.0):
+        torch.testing.assert_close(compiled(x, make(v, xla)).cpu(), torch.full((3,), 2.5 + v), msg=f"s = {v}")
 
 
 class MovesItsInput(nn.Module):
@@ -394,6 +408,38 @@ def test_host_views_of_host_inputs_are_aliases(xla):
             torch.testing.assert_close(o, e, msg=f"call {call}: input after the edit")
 
 
+def _makes_device_tensors(x, y):
+    d = x.to(XLA)
+    d.mul_(2)  # the device copy: the caller's x stays as it was
+    return x + 1, d, d.view(-1)[1:], torch.ones(2, device=XLA) * y.sum(), y.t()
+
+
+@pytest.mark.parametrize("backend", [BACKEND, "torchxla_trivial"])
+def test_host_inputs_and_tensors_the_graph_makes_on_the_device(xla, backend):
+    """With host tensors only, what the graph itself makes on the XLA device
+    (``.to(xla)``, ``device=xla``) stays there, as in eager; a moved input is
+    a copy of the caller's tensor, and views of it alias it (host views of
+    the inputs alias them too, but not with the control backend)."""
+    compiled = torch.compile(_makes_device_tensors, backend=backend)
+    for call in range(3):
+        eager_in = (_randn(3, seed=call), _randn(2, 2, seed=call + 1))
+        ours_in = tuple(t.clone() for t in eager_in)
+        want, got = _makes_device_tensors(*eager_in), compiled(*ours_in)
+        assert [t.device.type for t in got] == [t.device.type for t in want] == \
+            ["cpu", "xla", "xla", "xla", "cpu"], f"call {call}"
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g.cpu(), w.cpu(), msg=f"call {call}")
+        for e, o in zip(eager_in, ours_in):
+            torch.testing.assert_close(o, e, msg=f"call {call}: input after the call")
+        edited = (1, 4) if backend == BACKEND else (1,)
+        with torch.no_grad():
+            for k in edited:
+                want[k].add_(100)
+                got[k].add_(100)
+        torch.testing.assert_close(got[2].cpu(), want[2].cpu(), msg=f"call {call}: view after the edit")
+        torch.testing.assert_close(ours_in, eager_in, msg=f"call {call}: inputs after the edit")
+
+
 def test_inference_backend_warns_when_gradients_are_wanted(xla):
     model = nn.Linear(3, 2).to(xla)
     compiled = _compile(model)
@@ -526,6 +572,36 @@ def test_module_attribute_and_parameter_data_replaced(xla):
             model.weight.data = torch.full((3, 3), float(call), device=xla)
             want = (x.cpu() @ torch.full((3, 3), float(call)).t() + model.bias.cpu()) * model.scale
             torch.testing.assert_close(compiled(x).cpu(), want)
+
+
+class NormedLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc, self.bn, self.scale = nn.Linear(3, 3), nn.BatchNorm1d(3), nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        return self.bn(self.fc(x)) * self.scale
+
+
+def test_state_held_by_the_graph_module_edited_between_calls(xla):
+    """Without inlining, parameters and buffers stay on the graph module
+    (``get_attr``, ``call_module``): edits between calls must be seen (their
+    old buffers are donated to the edit), BatchNorm's running statistics
+    updated."""
+    eager = NormedLinear()
+    ours = copy.deepcopy(eager).to(xla)
+    with torch._dynamo.config.patch(inline_inbuilt_nn_modules=False), torch.no_grad():
+        compiled = _compile(ours)
+        for call in range(4):
+            x = _randn(4, 3, seed=call)
+            torch.testing.assert_close(compiled(x.to(xla)).cpu(), eager(x), msg=f"call {call}")
+            torch.testing.assert_close(ours.bn.running_mean.cpu(), eager.bn.running_mean, msg=f"call {call}")
+            assert ours.bn.num_batches_tracked.item() == call + 1
+            for model in (eager, ours):
+                model.fc.weight.mul_(0.5)
+                model.scale.add_(1)
+            torch_xla.sync()
 
 
 def test_inference_mode_and_no_grad(xla):

@@ -1,10 +1,13 @@
 """Moving a call's arguments to the XLA device and its results back.
 
 Both backends accept a call with host (CPU) tensors only: they run it on the
-XLA device and return results on the caller's device, copying in-place
+XLA device and return each result on the device eager gives it (the host,
+unless the graph itself makes it on the XLA device), copying in-place
 updates back into the caller's host tensors. A call with tensors on both
 devices runs as eager code would: that is the graph's own business.
 """
+import copy
+
 import torch
 from torch.utils import _pytree as pytree
 
@@ -41,6 +44,42 @@ def to_xla(args, positions, device) -> tuple:
     return tuple(moved)
 
 
+def output_devices(gm: torch.fx.GraphModule) -> list:
+    """Per output leaf of ``gm``, the device type eager gives it (from the
+    example values dynamo or AOT autograd recorded), or None where unknown."""
+    outputs = [n for n in gm.graph.nodes if n.op == "output"]
+    if len(outputs) != 1:
+        return []
+    return [_seen_device(leaf) for leaf in pytree.tree_leaves(outputs[0].args[0])]
+
+
+def _seen_device(node):
+    meta = node.meta if isinstance(node, torch.fx.Node) else {}
+    seen = meta.get("example_value", meta.get("val"))
+    return seen.device.type if isinstance(seen, torch.Tensor) else None
+
+
+def copying_transfers(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``gm``, or a copy of it sharing its attributes in which each node that
+    moves a host tensor to the XLA device (``x.to(xla)``) is followed by a
+    ``clone``. Run on XLA copies of host arguments, such a move is a no-op
+    that returns the argument itself, and an in-place update of the "moved"
+    tensor would reach the caller's host tensor; in eager it is a new tensor."""
+    moves = [n for n in gm.graph.nodes
+             if n.op in ("call_function", "call_method") and _seen_device(n) == "xla"
+             and n.args and _seen_device(n.args[0]) not in (None, "xla")]
+    if not moves:
+        return gm
+    graph = copy.deepcopy(gm.graph)
+    copies = {n.name: n for n in graph.nodes}
+    for node in (copies[n.name] for n in moves):
+        with graph.inserting_after(node):
+            copied = graph.call_method("clone", (node,))
+        node.replace_all_uses_with(copied, delete_user_cb=lambda user: user is not copied)
+        copied.meta = dict(node.meta)
+    return torch.fx.GraphModule(gm, graph)
+
+
 def copy_back(host_args, xla_args, positions) -> None:
     """Copy the XLA copies at ``positions`` into the caller's host tensors."""
     with torch.no_grad():
@@ -63,11 +102,13 @@ def tensor_uid(tensor: torch.Tensor) -> str:
     return torch_xla._XLAC._unique_id_for_ir_and_data(tensor)
 
 
-def run_on_xla(fn, args, positions):
+def run_on_xla(fn, args, positions, devices=()):
     """Call ``fn`` on ``args`` with the host tensors at ``positions`` moved to
     the XLA device; copy their in-place updates back and return the results
-    on the host. An output that is a moved argument itself (the graph returned
-    its input) comes back as the caller's tensor, as in eager."""
+    on the host, but for output leaves whose entry in ``devices`` (see
+    ``output_devices``) says eager makes them on the XLA device. An output
+    that is a moved argument itself (the graph returned its input) comes back
+    as the caller's tensor, as in eager."""
     import torch_xla
 
     host = args[positions[0]].device
@@ -89,9 +130,13 @@ def run_on_xla(fn, args, positions):
     copy_back(args, xla_args, changed)
     caller_of = {id(xla_args[i]): args[i] for i in positions}
 
-    def back(t):
+    def back(t, device):
+        if not isinstance(t, torch.Tensor) or device == "xla":
+            return t
         if id(t) in caller_of:
             return caller_of[id(t)]
         return t.to(host) if is_xla(t) else t
 
-    return pytree.tree_map_only(torch.Tensor, back, out)
+    leaves, spec = pytree.tree_flatten(out)
+    devices = devices if len(devices) == len(leaves) else [None] * len(leaves)
+    return pytree.tree_unflatten([back(t, d) for t, d in zip(leaves, devices)], spec)

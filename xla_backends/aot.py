@@ -21,6 +21,12 @@ with PyTorch's own decomposition, into a random mask and a scale.
 Views of inputs the backward reads (a linear layer's ``t(weight)``) are made
 inside the backward's executable from the input itself (``saved_views``),
 not copied out by a lazy execution between the two on every step.
+
+A graph whose first call passes arguments that share storage (``a`` and
+``a.detach()``, two views of one tensor) runs lazily instead, with autograd,
+on every call: when one of them is updated in place, AOT autograd merges them
+into a "synthetic base" built from their storage, which XLA tensors lack (it
+fails, or, for views with a base, gives another result than eager).
 """
 import torch
 from functorch.compile import make_boxed_func
@@ -28,7 +34,7 @@ from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
 from .saved_views import partition
-from .trace_once import Donors, TraceOnce
+from .trace_once import Donors, TraceOnce, warn_caller
 from .trace_once.compile import NO_DONATION
 
 
@@ -60,3 +66,19 @@ def _donors(gm) -> Donors:
 aot_torchxla_trace_once = aot_autograd(
     fw_compiler=_boxed_trace_once, bw_compiler=_boxed_backward, partition_fn=partition,
     decompositions=get_decompositions([torch.ops.aten.native_dropout]))
+
+
+def _lazy_when_aliased(backend):
+    def compile_graph(gm, example_inputs, **kwargs):
+        storages = [t.untyped_storage()._cdata for t in example_inputs if isinstance(t, torch.Tensor)]
+        if len(set(storages)) == len(storages):
+            return backend(gm, example_inputs, **kwargs)
+        warn_caller("aot_torchxla_trace_once: arguments share storage (views of one tensor, "
+                    "detach()); AOT autograd's merging of them needs host storage, which XLA "
+                    "tensors lack: this graph runs lazily on every call")
+        return gm
+
+    return compile_graph
+
+
+aot_torchxla_trace_once = _lazy_when_aliased(aot_torchxla_trace_once)

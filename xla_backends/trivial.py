@@ -4,10 +4,11 @@ The control experiment: each call re-traces the graph into XLA IR, so its cost
 is the lazy tensor baseline's, and its speedup over it is expected near 1.0x.
 
 Called with host tensors only (a CPU module on CPU inputs), it runs on the XLA
-device and returns host results; with tensors on both, it runs the graph as
+device and returns results where eager puts them (the host, unless the graph
+makes them on the XLA device); with tensors on both, it runs the graph as
 eager code would.
 """
-from ._device import all_on_host, host_positions, run_on_xla
+from ._device import all_on_host, copying_transfers, host_positions, output_devices, run_on_xla
 from .strides import fix_as_strided
 
 
@@ -20,11 +21,15 @@ class LazyGraph:
 
     def __init__(self, gm):
         self.gm = gm
+        self.devices = output_devices(gm)
+        self._on_host = None  # the graph for calls with host tensors only
 
     def __call__(self, *args):
         if all_on_host(args):
-            return run_on_xla(self._run, args, host_positions(args))
+            return run_on_xla(self._run, args, host_positions(args), self.devices)
         return self.gm(*args)
 
     def _run(self, args):
-        return self.gm(*args)
+        if self._on_host is None:
+            self._on_host = copying_transfers(self.gm)
+        return self._on_host(*args)

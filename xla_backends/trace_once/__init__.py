@@ -5,6 +5,8 @@ XLA side need not re-trace it on every call. When dynamo hands a graph over
 with real example inputs (the tensors of its first call), or else on the
 first call, the bridge goes through one file per step:
 
+0. ``lift``: parameters and buffers the graph module holds itself (dynamo
+   without inlining nn modules) become arguments, read afresh on each call;
 1. ``trace``: run the graph lazily, once, on shadows of the arguments (the
    caller's tensors are never touched), noting nodes that touch host tensors
    and ops that fell back to the CPU;
@@ -33,15 +35,17 @@ import torch
 from torch._dynamo.utils import counters
 from torch.utils import _pytree as pytree
 
-from .._device import all_on_host, host_positions, run_on_xla
+from .._device import all_on_host, copying_transfers, host_positions, output_devices, run_on_xla
 from ..strides import fix_as_strided
 from .compile import NO_DONATION, Donors, compile_results
+from .lift import lift_state, read_state
 from .partition import fallback_nodes, split
 from .plan import Source, make_plan
 from .replay import Lazy, Replay
 from .trace import run, shadows_of, tracing
 
-__all__ = ["Donors", "Lazy", "OnHost", "Partitioned", "Replay", "TraceOnce", "torchxla_trace_once"]
+__all__ = ["Donors", "Lazy", "OnHost", "Partitioned", "Replay", "TraceOnce", "torchxla_trace_once",
+           "warn_caller"]
 
 TRAINING_BACKEND = "aot_torchxla_trace_once"
 
@@ -64,13 +68,17 @@ class TraceOnce:
     """
 
     def __init__(self, gm: torch.fx.GraphModule, donors: Donors = Donors()):
-        self.gm = fix_as_strided(gm)
+        # Tensors the graph module holds itself become trailing arguments,
+        # read afresh on each call (see ``lift``).
+        self.gm, self._state = lift_state(fix_as_strided(gm))
         self.donors = donors
         self._scalars: tuple | None = None  # positions of non-tensor arguments
         self._graphs: dict = {}
         self._only = None
 
     def __call__(self, *args):
+        if self._state:
+            args += read_state(self._state)
         only = self._only
         if only is not None:
             return only(args)
@@ -88,7 +96,7 @@ class TraceOnce:
         left for the first call, and so is a build that fails here: the
         first call builds again and raises where the caller sees it.
         """
-        args = tuple(example_inputs)
+        args = tuple(example_inputs) + read_state(self._state)
         if not _preparable(self.gm, args):
             return
         try:
@@ -134,17 +142,20 @@ def _preparable(gm, args) -> bool:
 
 class OnHost:
     """A graph called with host tensors only: runs on the XLA device on
-    copies of them, copies their in-place updates back, returns host results.
-    Outputs the plan rebuilds as views (of an argument or an earlier output)
-    or repeats are rebuilt on the host results, so they alias as in eager."""
+    copies of them, copies their in-place updates back, returns host results
+    (but for those the graph itself makes on the XLA device, which stay
+    there, as in eager). Outputs the plan rebuilds as views (of an argument
+    or an earlier output) or repeats are rebuilt on the host results, so
+    they alias as in eager."""
 
     def __init__(self, gm):
-        self.gm = gm
+        self.gm = copying_transfers(gm)
+        self.devices = output_devices(gm)
         self.runner = None  # built on the first call's XLA copies
         self._aliases_of, self._alias_list = None, []  # the plan they were worked out for
 
     def __call__(self, args):
-        out = run_on_xla(self._run, args, host_positions(args))
+        out = run_on_xla(self._run, args, host_positions(args), self.devices)
         aliases = self._aliases()
         if not aliases:
             return out
@@ -165,9 +176,13 @@ class OnHost:
             order = plan.order or range(len(plan.outputs))
             self._aliases_of, self._alias_list = plan, [
                 (k, plan.outputs[k]) for k in order
-                if plan.outputs[k].source is Source.SAME
-                or (plan.outputs[k].source is Source.VIEW and plan.outputs[k].payload.of != "result")]
+                if (plan.outputs[k].source is Source.SAME
+                    or (plan.outputs[k].source is Source.VIEW and plan.outputs[k].payload.of != "result"))
+                and not self._on_device(k)]
         return self._alias_list
+
+    def _on_device(self, leaf: int) -> bool:
+        return leaf < len(self.devices) and self.devices[leaf] == "xla"
 
     def _run(self, xla_args):
         if self.runner is None:
@@ -199,7 +214,7 @@ def build(gm, args, background: bool = False, donors: Donors = Donors()):
             # A second pass, node by node, on fresh shadows finds where.
             fallbacks = fallback_nodes(gm, shadows_of(args)[0])
             if not fallbacks:
-                _warn(f"torchxla_trace_once: graph runs ops with no XLA lowering "
+                warn_caller(f"torchxla_trace_once: graph runs ops with no XLA lowering "
                       f"({', '.join(trace.fell_back)}); it is re-traced on every call")
                 return Lazy(gm, trace.fell_back)
             eager |= set(fallbacks)
@@ -222,7 +237,7 @@ def _split(gm, eager: set, fallbacks: dict):
         # data-dependent shapes). Such a graph runs lazily, as it would
         # without this backend.
         reason = f"graph cannot be cut around nodes that must run eagerly ({err})"
-        _warn(f"torchxla_trace_once: {reason}; it is re-traced on every call")
+        warn_caller(f"torchxla_trace_once: {reason}; it is re-traced on every call")
         return Lazy(gm, ops, reason)
     counters["trace_once"]["partitioned_graphs"] += 1
     reasons = []
@@ -231,7 +246,7 @@ def _split(gm, eager: set, fallbacks: dict):
     transfers = len(eager) - len(fallbacks)
     if transfers:
         reasons.append(f"{transfers} node(s) reading or making tensors off the XLA device")
-    _warn(f"torchxla_trace_once: graph has {' and '.join(reasons)}; they run eagerly "
+    warn_caller(f"torchxla_trace_once: graph has {' and '.join(reasons)}; they run eagerly "
           f"between {n_graphs} traced-once graph(s)")
     return Partitioned(fused, ops, n_graphs)
 
@@ -250,7 +265,7 @@ def _warn_if_gradients_are_wanted(example_inputs) -> None:
     if not torch.is_grad_enabled():
         return
     if any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
-        _warn("torchxla_trace_once is an inference backend: its outputs carry no autograd "
+        warn_caller("torchxla_trace_once is an inference backend: its outputs carry no autograd "
               f"graph, so backward() will not reach the inputs; use backend='{TRAINING_BACKEND}' "
               "to train, or call under torch.no_grad()")
 
@@ -259,7 +274,7 @@ def _warn_if_gradients_are_wanted(example_inputs) -> None:
 _OWN = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(torch.__file__), "<eval_with_key")
 
 
-def _warn(message: str) -> None:
+def warn_caller(message: str) -> None:
     """``warnings.warn`` attributed to the first frame outside this package
     and torch: the user's code that called the compiled function."""
     frame, level = sys._getframe(1), 2

@@ -44,6 +44,13 @@ def data_view(tensor: torch.Tensor) -> torch.Tensor:
     return _X()._get_tensors_xla_device_data_node([tensor])[1][0]
 
 
+def private_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """An XLA tensor over a new device buffer holding ``tensor``'s value.
+    (Moving a 0-dim host tensor with ``.to(device)`` may hand back a buffer
+    torch_xla shares between all scalars of that value.)"""
+    return _X()._xla_tensors_from_aten([tensor.cpu()], [str(tensor.device)], None)[0]
+
+
 def graph_parameters(outputs) -> tuple[list[int], list[torch.Tensor]]:
     """The device data computing ``outputs`` reads, in HLO parameter order:
     (tensor ids, tensors over the same buffers)."""

@@ -107,11 +107,15 @@ def shadows_of(args) -> tuple[list, dict]:
     handles = _xlac.data_handles([args[i] for i in pos])
     shadows, arg_handles, taken = list(args), {}, set()
     for i, h in zip(pos, handles):
-        if h in taken:
+        if h in taken or args[i].dim() == 0:
             # Two arguments over one buffer (``b.copy_(a)``, or aliases)
             # would become one HLO parameter, tying them forever: trace this
-            # one on a private copy of its data.
-            shadows[i] = _xlac.data_view(args[i].cpu().to(args[i].device))
+            # one on a private copy of its data. So would a scalar and a
+            # constant of the graph: torch_xla keeps one device buffer per
+            # scalar value (``torch.full((), 2.5)`` and the 2.5 of
+            # ``x * 2.5`` share it), and the constant would follow the
+            # argument's later values.
+            shadows[i] = _xlac.data_view(_xlac.private_copy(args[i]))
             h = _xlac.data_handles([shadows[i]])[0]
         else:
             shadows[i] = _xlac.data_view(args[i])
