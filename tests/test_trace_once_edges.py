@@ -644,6 +644,50 @@ def test_graph_breaks_with_state_across_them(against_eager):
     against_eager(BACKEND, f, lambda call: (_randn(3, seed=call), torch.ones(2)), calls=4)
 
 
+def _branch_and_item(x):
+    y = x * 2
+    print(end="")  # a graph break
+    if y.sum() > 0:  # a data-dependent branch: another
+        z = y + 1
+    else:
+        z = y - 1
+    return z * z.mean().item()  # and the float feeds the next graph
+
+
+def _per_call_work(xla, bridge, metrics, calls=6):
+    """(traces, XLA compiles) of each call of ``_branch_and_item`` compiled,
+    called with signs alternating and new values each call, each result
+    checked against eager."""
+    compiled = _compile(_branch_and_item)
+    work = []
+    for call in range(calls):
+        x_cpu = (_randn(4, seed=call).abs() + 0.5) * (1 if call % 2 else -1)
+        x = x_cpu.to(xla)
+        torch_xla.sync()
+        traces, compiles = bridge["traces"], metrics.compiles()
+        out = compiled(x)
+        torch.testing.assert_close(out.cpu(), _branch_and_item(x_cpu), msg=f"call {call}")
+        work.append((bridge["traces"] - traces, metrics.compiles() - compiles))
+    return work
+
+
+def test_a_float_read_with_item_and_used_by_the_next_graph_is_an_input(xla, bridge, metrics, quiet):
+    """With floats left unspecialised, dynamo hands the next graph a host
+    scalar and reads it with ``.item()``: the float is fed to the executable
+    on each call, so once both branches are seen nothing is traced or compiled."""
+    with torch._dynamo.config.patch(specialize_float=False, automatic_dynamic_shapes=True):
+        work = _per_call_work(xla, bridge, metrics)
+    assert work[2:] == [(0, 0)] * 4, work
+
+
+@pytest.mark.xfail(strict=True, reason="torch_xla sets specialize_float=True and automatic_dynamic_shapes="
+                   "False on import: dynamo makes the float a constant of the next graph and compiles "
+                   "that graph again for every new value")
+def test_a_float_read_with_item_under_torch_xlas_settings(xla, bridge, metrics, quiet):
+    work = _per_call_work(xla, bridge, metrics)
+    assert work[2:] == [(0, 0)] * 4, work
+
+
 def test_many_dynamic_sizes(xla):
     compiled = _compile(lambda x: (x.sin() * x.shape[0]).sum(0))
     for n in (2, 3, 5, 8, 13, 2, 5):

@@ -37,15 +37,17 @@ from torch.utils import _pytree as pytree
 
 from .._device import all_on_host, copying_transfers, host_positions, output_devices, run_on_xla
 from ..strides import fix_as_strided
+from . import _xlac
 from .compile import NO_DONATION, Donors, compile_results
 from .lift import lift_state, read_state
 from .partition import fallback_nodes, split
 from .plan import Source, make_plan
 from .replay import Lazy, Replay
+from .scalars import fed_by_floats, float_positions, stand_ins
 from .trace import run, shadows_of, tracing
 
-__all__ = ["Donors", "Lazy", "OnHost", "Partitioned", "Replay", "TraceOnce", "torchxla_trace_once",
-           "warn_caller"]
+__all__ = ["Donors", "Lazy", "OnHost", "Partitioned", "PerValue", "Replay", "TraceOnce",
+           "torchxla_trace_once", "warn_caller"]
 
 TRAINING_BACKEND = "aot_torchxla_trace_once"
 
@@ -60,11 +62,12 @@ def torchxla_trace_once(gm: torch.fx.GraphModule, example_inputs):
 class TraceOnce:
     """What dynamo calls in place of one FX graph.
 
-    One runner (``Replay``, ``Partitioned``, ``Lazy`` or ``OnHost``) is kept
-    per value of the non-tensor arguments (symbolic sizes specialise the XLA
-    graph); a graph without such arguments has exactly one, called without
-    building a key. ``donors`` says which arguments marked as buffer donors
-    may be donated (see ``compile``).
+    One runner (``Replay``, ``Partitioned``, ``Lazy``, ``OnHost`` or
+    ``PerValue``) is kept per value of the non-tensor arguments other than
+    floats (symbolic sizes specialise the XLA graph; floats are fed to it);
+    a graph without such arguments has exactly one, called without building
+    a key. ``donors`` says which arguments marked as buffer donors may be
+    donated (see ``compile``).
     """
 
     def __init__(self, gm: torch.fx.GraphModule, donors: Donors = Donors()):
@@ -109,7 +112,8 @@ class TraceOnce:
 
     def _runner_for(self, args, background: bool = False):
         if self._scalars is None:
-            self._scalars = tuple(i for i, a in enumerate(args) if not isinstance(a, torch.Tensor))
+            self._scalars = tuple(i for i, a in enumerate(args)
+                                  if not isinstance(a, torch.Tensor) and type(a) is not float)
         key = tuple(args[i] for i in self._scalars)
         runner = self._graphs.get(key)
         if runner is None:
@@ -202,12 +206,16 @@ class Partitioned:
         return self.fused(*args)
 
 
-def build(gm, args, background: bool = False, donors: Donors = Donors()):
+def build(gm, args, background: bool = False, donors: Donors = Donors(), feed_floats: bool = True):
     """Trace ``gm`` on ``args`` and return the runner for later calls (with
-    ``background``, XLA compiles on another thread)."""
+    ``background``, XLA compiles on another thread). Float arguments are
+    fed to the executable on each call (``scalars``) where they can be, and
+    with ``feed_floats`` off are constants of it."""
     device = next((str(a.device) for a in args if _on_xla(a)), None) or str(_xla_device())
+    floats = float_positions(args) if feed_floats else ()
     with tracing(device, args) as pending_args:
-        trace = run(gm, args, device)
+        seed = _xlac.rng_seed(device)
+        trace = run(gm, stand_ins(args, floats, 0), device)
         eager = set(trace.host_nodes)
         fallbacks: dict = {}
         if trace.fell_back:
@@ -221,9 +229,28 @@ def build(gm, args, background: bool = False, donors: Donors = Donors()):
         if eager:
             return _split(gm, eager, fallbacks)
         plan, results = make_plan(trace)
+        fed = fed_by_floats(gm, args, device, floats, seed, (plan, results)) if floats else {}
+        if fed is None:
+            return PerValue(gm, floats, donors)
         executable = compile_results(results, trace.arg_handles, len(args), background,
-                                     keep=donors.kept(plan, len(args)))
-        return Replay(gm, plan, executable, pending_args, donors)
+                                     keep=donors.kept(plan, len(args)), fed=fed)
+        return Replay(gm, plan, executable, pending_args, donors, floats)
+
+
+class PerValue:
+    """A graph whose float arguments change more than the executable's
+    inputs (``scalars``): a runner per value of them."""
+
+    def __init__(self, gm, positions, donors):
+        self.gm, self.positions, self.donors = gm, positions, donors
+        self.runners: dict = {}
+
+    def __call__(self, args):
+        key = tuple(args[i] for i in self.positions)
+        runner = self.runners.get(key)
+        if runner is None:
+            runner = self.runners[key] = build(self.gm, args, donors=self.donors, feed_floats=False)
+        return runner(args)
 
 
 def _split(gm, eager: set, fallbacks: dict):

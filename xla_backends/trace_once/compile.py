@@ -2,7 +2,8 @@
 hash, and an XLA compile that does not run the graph.
 
 Each HLO parameter is the buffer of a call argument (fed the caller's tensor
-on each call), the device RNG seed (fed a fresh seed on each call), or a
+on each call), a float argument's value (fed the call's value, see
+``scalars``), the device RNG seed (fed a fresh seed on each call), or a
 constant the trace captured (fed as it is).
 
 Buffers the caller marked as donors (``torch.ops.xla.dynamo_set_buffer_donor_``
@@ -34,12 +35,13 @@ from . import _xlac
 @dataclass(frozen=True)
 class Executable:
     graph_hash: bytes
-    gather: tuple  # per HLO parameter: index into args + consts (+ the seed, last)
+    gather: tuple  # per HLO parameter: index into args + consts + scalars (+ the seed, last)
     consts: tuple  # parameters captured by the trace, fed as they are
     uses_seed: bool
     n_results: int
     compiling: Future | None = None  # a compile still running on another thread
     donated: tuple = ()  # arg indices whose buffers the executable may reuse
+    scalars: tuple = ()  # (float argument's position, dtype) per parameter it feeds
 
 
 @dataclass(frozen=True)
@@ -62,42 +64,50 @@ NO_DONATION = Donors(allowed=False)
 
 
 def compile_results(results: list, arg_handles: dict, n_args: int,
-                    background: bool = False, keep=frozenset()) -> Executable:
+                    background: bool = False, keep=frozenset(), fed: dict | None = None) -> Executable:
     """Hash and compile the graph computing ``results`` (trace tensors); with
     ``background``, the compile runs on another thread. Arguments marked as
-    donors are donated, but for those in ``keep`` (read after the run)."""
+    donors are donated, but for those in ``keep`` (read after the run).
+    ``fed`` maps the buffers of parameters that float arguments feed to
+    their positions."""
     if not results:
         return Executable(b"", (), (), False, 0)
     arg_of_handle = {h: i for i, h in arg_handles.items()}
+    fed = fed or {}
     ids, values = _xlac.graph_parameters(results)
     seed_id = _xlac.seed_parameter_id()
-    gather, consts, uses_seed = [], [], False
+    gather, consts, scalars, uses_seed = [], [], [], False
     for tid, value, handle in zip(ids, values, _xlac.data_handles(values)):
         if handle in arg_of_handle:
             gather.append(arg_of_handle[handle])
         elif tid == seed_id and value.dim() == 0 and value.dtype == torch.int64:
-            gather.append(None)  # the seed: its slot comes after the constants
+            gather.append(None)  # the seed: its slot comes last
             uses_seed = True
+        elif handle in fed:
+            gather.append(("scalar", len(scalars)))
+            scalars.append((fed[handle], value.dtype))
         else:
             gather.append(n_args + len(consts))
             consts.append(value)
-    seed_slot = n_args + len(consts)
-    gather = tuple(seed_slot if g is None else g for g in gather)
+    first_scalar = n_args + len(consts)
+    seed_slot = first_scalar + len(scalars)
+    gather = tuple(seed_slot if g is None else first_scalar + g[1] if isinstance(g, tuple) else g
+                   for g in gather)
+    made = dict(consts=tuple(consts), uses_seed=uses_seed, n_results=len(results), scalars=tuple(scalars))
     donated, blocked = _donors(values, gather, n_args, keep)
     if donated:
         # In the foreground: the setting that honours donors is process-wide.
         with _xlac.honouring_donors(), _unmarked(blocked):
             graph_hash = _xlac.graph_hash(results)
             _xlac.compile_graph(results)
-        return Executable(graph_hash, gather, tuple(consts), uses_seed, len(results),
-                          donated=tuple(donated))
+        return Executable(graph_hash, gather, donated=tuple(donated), **made)
     graph_hash = _xlac.graph_hash(results)
     compiling = None
     if background:
         compiling = _in_background(_xlac.compile_graph, results)
     else:
         _xlac.compile_graph(results)
-    return Executable(graph_hash, gather, tuple(consts), uses_seed, len(results), compiling)
+    return Executable(graph_hash, gather, compiling=compiling, **made)
 
 
 def _donors(values, gather, n_args: int, keep) -> tuple[list, list]:

@@ -24,6 +24,7 @@ from torch._dynamo.utils import counters
 from . import _xlac
 from .compile import Donors, Executable, compile_results
 from .plan import Plan, Source, Value, make_plan
+from .scalars import fed_by_floats, scalar_data, stand_ins
 from .trace import run, tracing
 
 # mark_step's recurrence for the device RNG seed: each call advances the seed
@@ -38,9 +39,10 @@ class Replay:
     fallback_ops: list = []
 
     def __init__(self, gm, plan: Plan, executable: Executable, pending_args=(),
-                 donors: Donors = Donors()):
+                 donors: Donors = Donors(), floats=()):
         self.gm = gm  # to re-trace after an eviction, or run lazily
         self.donors = donors
+        self._floats = floats  # positions of the float arguments fed to the executable
         self._run = _xlac.run_cached_graph()
         if executable.compiling is not None:
             self._run = self._run_when_compiled
@@ -61,8 +63,9 @@ class Replay:
             self._gather = operator.itemgetter(*gather) if gather else (lambda full: ())
         self._hash = executable.graph_hash
         self._consts = executable.consts
+        self._scalars = executable.scalars
         self._seeded = executable.uses_seed
-        self._extra = bool(executable.consts) or executable.uses_seed
+        self._extra = bool(executable.consts) or executable.uses_seed or bool(executable.scalars)
         self._runs = executable.n_results > 0
         spec = plan.out_spec
         self._flat_tuple = spec.type is tuple and all(c.is_leaf() for c in spec.children_specs)
@@ -76,7 +79,7 @@ class Replay:
     def graph_inputs(self, args, seed=None) -> tuple:
         """The inputs one call with ``args`` feeds ``_run_cached_graph``
         (draws a seed, advancing the device RNG, if the graph uses one)."""
-        full = args + self._consts
+        full = args + self._consts + self._scalar_data(args)
         if self._seeded:
             full += (self._next_seed() if seed is None else seed,)
         return self._gather(full)
@@ -90,6 +93,8 @@ class Replay:
             return self._outputs(args, ())
         if self._extra:
             full = args + self._consts
+            if self._scalars:
+                full += self._scalar_data(args)
             if self._seeded:
                 full += (self._next_seed(),)
         else:
@@ -104,6 +109,11 @@ class Replay:
         if self._tuple_out:
             return tuple(results)
         return self._outputs(args, results)
+
+    def _scalar_data(self, args) -> tuple:
+        """The call's float arguments as the buffers of their parameters."""
+        device = self._device
+        return tuple(scalar_data(args[i], dtype, device) for i, dtype in self._scalars)
 
     def _run_when_compiled(self, graph_hash, inputs):
         """The first run of a graph XLA is compiling on another thread: wait
@@ -141,11 +151,17 @@ class Replay:
 
     def _retrace(self, args) -> None:
         known = {self.executable.gather[k] for k in self._pending_at}
-        with tracing(self._device, args) as pending_args:
-            trace = run(self.gm, args, self._device)
+        device, floats = self._device, self._floats
+        with tracing(device, args) as pending_args:
+            seed = _xlac.rng_seed(device)
+            trace = run(self.gm, stand_ins(args, floats, 0), device)
             plan, results = make_plan(trace)
+            fed = fed_by_floats(self.gm, args, device, floats, seed, (plan, results)) if floats else {}
+            if fed is None:
+                raise RuntimeError("torchxla_trace_once: a graph traced again after an eviction "
+                                   "no longer takes its floats as inputs")
             self._install(plan, compile_results(results, trace.arg_handles, len(args),
-                                                keep=self.donors.kept(plan, len(args))))
+                                                keep=self.donors.kept(plan, len(args)), fed=fed))
         known |= set(pending_args)
         self._pending_at = [k for k, g in enumerate(self.executable.gather) if g in known]
 
