@@ -202,6 +202,9 @@ def scalar_loss(out) -> torch.Tensor:
 def _xla_device() -> torch.device:
     import torch_xla
 
+    # Before dynamo traces a model placed here: with symbolic sizes, a
+    # max-pool would otherwise break every graph (see fake_kernels).
+    xla_backends.fake_kernels.ensure()
     return torch_xla.device()
 
 

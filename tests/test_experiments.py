@@ -326,6 +326,10 @@ def test_dynamic_shapes_on_resnet18_show_each_shapes_compiles(tmp_path, capsys):
         rows = df[df["backend"] == backend]
         assert rows["batch_size"].tolist() == [1, 2, 4] and set(rows["status"]) == {"pass"}
         assert (rows["first_call_compiles"] >= 1).all() and (rows["baseline_first_call_compiles"] >= 1).all()
+    # Once each batch size is seen nothing compiles (a graph break at each
+    # max-pool used to run the pool lazily, one compile per call).
+    ours = df[df["backend"] == "torchxla_trace_once"]
+    assert (ours["compiles_per_iter"] == 0).all(), ours[["batch_size", "compiles_per_iter"]]
 
 
 def test_accuracy_checks_every_batch_size_of_a_cycle(config):

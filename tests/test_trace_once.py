@@ -5,11 +5,13 @@ compiles, the later ones replay the cached executable, which is where a
 trace-once bridge goes wrong (stale parameters, lost in-place updates,
 repeated random masks, aliased outputs).
 """
+import copy
 import warnings
 
 import pytest
 import torch
 import torch.nn.functional as F
+import torch_xla
 from torch import nn
 
 import xla_backends
@@ -86,6 +88,30 @@ def test_dynamic_sizes_are_keyed(against_eager, metrics, xla):
         x = _randn(size, seed=9)
         torch.testing.assert_close(compiled(x.to(xla)).cpu(), x.sin() * size)
     assert metrics.compiles() == before
+
+
+def test_max_pool_with_a_dynamic_batch_is_one_graph(xla, metrics):
+    """torch_xla's max-pool ops get shape functions for symbolic sizes: no
+    graph break around the pool (which then ran lazily on every call), one
+    graph for every batch size, and nothing compiled once each size is seen."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(36, 2))
+    graphs = []
+    backend = torch._dynamo.lookup_backend(BACKEND)
+    compiled = torch.compile(copy.deepcopy(model).to(xla), backend=lambda gm, ex: graphs.append(gm) or backend(gm, ex))
+    compiles = []
+    with torch.no_grad():
+        for call, batch in enumerate((2, 3, 2, 3, 2)):
+            x = _randn(batch, 3, 8, 8, seed=call)
+            x_xla = x.to(xla)
+            torch._dynamo.mark_dynamic(x_xla, 0)
+            torch_xla.sync()
+            before = metrics.compiles()
+            out = compiled(x_xla)
+            compiles.append(metrics.compiles() - before)
+            torch.testing.assert_close(out.cpu(), model(x), atol=1e-5, rtol=1e-5)
+    assert len(graphs) == 1
+    assert compiles[2:] == [0, 0, 0], compiles
 
 
 def test_parameters_edited_in_place_between_calls(against_eager):

@@ -12,12 +12,15 @@ Importing this package registers, by name:
 The same names are also published through the ``torch_dynamo_backends`` entry
 point, so ``torch.compile(model, backend="torchxla_trace_once")`` works in a
 fresh interpreter without importing this package. torch_xla itself is imported
-only when a backend first compiles a graph.
+only when a backend first compiles a graph. torch_xla's max-pool ops get the
+shape functions dynamo needs with symbolic sizes (``fake_kernels``) when this
+package is imported after torch_xla, or when a backend first compiles.
 """
 from importlib.metadata import EntryPoint
 
 from torch._dynamo.backends import registry as _registry
 
+from . import fake_kernels
 from .aot import aot_torchxla_trace_once
 from .trace_once import torchxla_trace_once
 from .trivial import torchxla_trivial
@@ -49,4 +52,5 @@ def register() -> None:
         _registry.register_backend(fn, name=name)
 
 
+fake_kernels.ensure()
 register()

@@ -33,6 +33,7 @@ from functorch.compile import make_boxed_func
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
+from . import fake_kernels
 from .saved_views import partition
 from .trace_once import Donors, TraceOnce, warn_caller
 from .trace_once.compile import NO_DONATION
@@ -70,6 +71,7 @@ aot_torchxla_trace_once = aot_autograd(
 
 def _lazy_when_aliased(backend):
     def compile_graph(gm, example_inputs, **kwargs):
+        fake_kernels.ensure()
         storages = [t.untyped_storage()._cdata for t in example_inputs if isinstance(t, torch.Tensor)]
         if len(set(storages)) == len(storages):
             return backend(gm, example_inputs, **kwargs)

@@ -35,6 +35,7 @@ import torch
 from torch._dynamo.utils import counters
 from torch.utils import _pytree as pytree
 
+from .. import fake_kernels
 from .._device import all_on_host, copying_transfers, host_positions, output_devices, run_on_xla
 from ..strides import fix_as_strided
 from . import _xlac
@@ -53,6 +54,7 @@ TRAINING_BACKEND = "aot_torchxla_trace_once"
 
 
 def torchxla_trace_once(gm: torch.fx.GraphModule, example_inputs):
+    fake_kernels.ensure()
     _warn_if_gradients_are_wanted(example_inputs)
     compiled = TraceOnce(gm)
     compiled.prepare(example_inputs)
