@@ -30,7 +30,9 @@ prints per model the medians, their ratio, the ranges, what XLA did and
 the time spent outside XLA (dynamo and the backend). With ``--at-call`` it
 also times ours with the graph built and compiled on its first call, as
 before the compile moved to a thread of its own (``ours at call``): what
-overlapping XLA's compile with dynamo's guards gains.
+overlapping XLA's compile with dynamo's guards gains. ``--busy N`` keeps N
+processes busy-looping (one core each) while it measures: the first calls
+of a machine with other CPU-bound work.
 
 Why the host overhead is not taken as "latency minus raw's": XLA runs the
 executable asynchronously, and on the CPU "device" it runs on the same cores
@@ -331,6 +333,19 @@ def at_call_backend(gm, example_inputs):
     return TraceOnce(gm)
 
 
+@contextmanager
+def busy_loops(n: int):
+    """``n`` processes, each spinning on a core, while the block runs."""
+    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in spinning:
+            p.kill()
+        for p in spinning:
+            p.wait()
+
+
 def first_call_fresh(graph: str, variant: str) -> dict | None:
     """``first_call`` in a fresh interpreter (a cold XLA compilation cache)."""
     done = subprocess.run(
@@ -535,6 +550,9 @@ def _main(argv) -> int:
     parser.add_argument("--at-call", action="store_true",
                         help="with --first-calls-only: also time ours building and compiling the graph "
                              "on its first call instead of ahead of it")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="with --first-calls-only: keep N processes busy-looping, one core each, "
+                             "while measuring (default 0)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON (replacing the file)")
     parser.add_argument("--first-call-of", nargs=2, metavar=("GRAPH", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -552,6 +570,10 @@ def _main(argv) -> int:
     _check_writable(parser, args.json)
     if args.at_call and not args.first_calls_only:
         parser.error("--at-call needs --first-calls-only")
+    if args.busy < 0:
+        parser.error(f"--busy must be 0 or more, got {args.busy}")
+    if args.busy and not args.first_calls_only:
+        parser.error("--busy needs --first-calls-only")
     if args.first_calls_only:
         return _first_calls_only(parser, graphs, args)
     unknown = sorted(set(graphs) - set(GRAPHS))
@@ -612,8 +634,11 @@ def _first_calls_only(parser, graphs: list[str], args) -> int:
         parser.error(f"unknown graph(s) {', '.join(unknown)}; known: {', '.join(GRAPHS)}, "
                      "seed, or a built-in model")
     repeat = args.first_call_repeat if args.first_call_repeat is not None else (1 if args.quick else 3)
-    table = first_call_rows(graphs, repeat, args.at_call)
-    print(f"First calls (trace, compile, run), each in a fresh interpreter; median of {repeat} per backend")
+    with busy_loops(args.busy):
+        table = first_call_rows(graphs, repeat, args.at_call)
+    busy = f"; {args.busy} busy-looping processes running" if args.busy else ""
+    print(f"First calls (trace, compile, run), each in a fresh interpreter; median of {repeat} per "
+          f"backend{busy}")
     print(render(table, FIRST_CALL_COLUMNS + (AT_CALL_COLUMNS if args.at_call else ())))
     for line in first_call_summary(table):
         print(line)

@@ -40,6 +40,8 @@ def test_host_seconds_take_out_xla_and_accept_tries_without_execute_seconds():
     (["--first-calls-only", "--first-call-repeat", "0"], "--first-call-repeat must be at least 1"),
     (["--json", ".", "--first-calls", "skip"], "--json . is a folder"),
     (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--first-calls-only", "--busy", "-1"], "--busy must be 0 or more, got -1"),
+    (["--busy", "2", "--first-calls", "skip"], "--busy needs --first-calls-only"),
 ])
 def test_bad_input_is_one_line_and_2(capsys, argv, message):
     assert overhead.main(argv) == 2
@@ -102,3 +104,15 @@ def test_at_call_builds_nothing_ahead_of_the_first_call(xla):
     runner = overhead.at_call_backend(torch.fx.symbolic_trace(lambda x: x + 1),
                                       [torch.ones(2, device=xla)])
     assert isinstance(runner, TraceOnce) and runner.runners == []
+
+
+def test_busy_loops_spin_while_the_block_runs_and_stop_after():
+    import psutil
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children()}
+    with overhead.busy_loops(2):
+        spinning = [p for p in me.children() if p.pid not in before]
+        assert len(spinning) == 2
+        assert all(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in spinning)
+    assert not any(p.is_running() for p in spinning)
