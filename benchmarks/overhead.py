@@ -172,9 +172,9 @@ class Subject:
         for variant in ("ours", "openxla_eval"):
             self.latency(variant)
         runner = self.direct["ours"]
-        if not isinstance(runner._only, trace_once.Replay):
+        if len(runner.runners) != 1 or not isinstance(runner.runners[0], trace_once.Replay):
             raise RuntimeError(f"{graph}: our graph is not replayed ({runner.runners})")
-        self.replay = replay = runner._only
+        self.replay = replay = runner.runners[0]
         args = self.args["ours"]
         self.graph_inputs = len([a for a in args if isinstance(a, torch.Tensor)])
         # The raw limit: the executable by hash, on the inputs our replay feeds it.
@@ -241,18 +241,17 @@ class Subject:
             return out
 
         X._run_cached_graph = recording
-        self.replay._run = recording
         try:
-            for variant in ("ours", "openxla_eval"):
-                self.compiled[variant](*self.inputs)
+            with self.replay.launching(recording):
+                for variant in ("ours", "openxla_eval"):
+                    self.compiled[variant](*self.inputs)
             X._xla_wait_device_ops([])
             self._stub = stub = lambda h, inputs: list(results[h])
             X._run_cached_graph = stub
-            self.replay._run = stub
-            yield
+            with self.replay.launching(stub):
+                yield
         finally:
             X._run_cached_graph = real
-            self.replay._run = real
 
     def calls_per_turn(self) -> int:
         """Enough calls for a variant's turn to last about SAMPLE_S."""

@@ -626,6 +626,29 @@ def test_interpreter_exits_cleanly_with_a_compile_never_waited_for():
     assert done.stdout.split() == ["left"]
 
 
+def test_launching_replaces_the_executables_launch_for_the_block_only(xla, bridge):
+    """The measuring tools' seam: a launch given to ``Replay.launching``
+    runs the calls in the block (after the background compile), and XLA's
+    own launch runs them again after it."""
+    gm = torch.fx.symbolic_trace(lambda x: (x @ x.T).relu().sum(0))
+    x = _randn(16, 16, seed=3)
+    runner = xla_backends.torchxla_trace_once(gm, [x.to(xla)])
+    (replay,) = runner.runners
+    assert isinstance(replay, trace_once.Replay)
+    ready = torch.full((16,), 7.0, device=xla)
+    launched = []
+
+    def stub(graph_hash, inputs):
+        launched.append((graph_hash, len(inputs)))
+        return [ready]
+
+    with replay.launching(stub):
+        assert runner(x.to(xla)) is ready
+    assert launched == [(replay.executable.graph_hash, 1)]
+    torch.testing.assert_close(runner(x.to(xla)).cpu(), (x @ x.T).relu().sum(0))
+    assert len(launched) == 1 and bridge["replays"] == 2
+
+
 # --- the overhead benchmark -------------------------------------------------------
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 import enum
 import operator
 from dataclasses import dataclass
+from typing import Union
 
 import torch
+from torch.utils import _pytree as pytree
 
 from . import _xlac
 from .trace import Trace
@@ -30,12 +32,6 @@ class Source(enum.Enum):
     CONST = "const"  # payload: the value (a tensor is cloned on every call)
     SAME = "same"  # payload: leaf index; the very object of an earlier output leaf
     FRESH = "fresh"  # payload: leaf index; a new tensor holding an earlier leaf's value
-
-
-@dataclass(frozen=True)
-class Value:
-    source: Source
-    payload: object = None
 
 
 @dataclass(frozen=True)
@@ -61,15 +57,30 @@ class View:
         return t
 
 
+# A constant output leaf: a tensor (cloned on every call) or a Python value
+# a graph returns (a size, a flag, None).
+Constant = Union[torch.Tensor, int, float, bool, None]
+
+
+@dataclass(frozen=True)
+class Value:
+    """Where one output leaf (or an argument's update) comes from: ``payload``
+    is an index (``RESULT``, ``ARG``, ``COPY``, ``SAME``, ``FRESH``), a
+    ``View`` (``VIEW``) or the value itself (``CONST``)."""
+
+    source: Source
+    payload: Union[int, View, Constant] = None
+
+
 @dataclass
 class Plan:
     n_results: int  # values the executable computes, deduplicated
-    outputs: list  # Value per output leaf
-    out_spec: object
-    copy_backs: list  # (arg index, Value) per argument updated in place
+    outputs: list[Value]  # one per output leaf
+    out_spec: pytree.TreeSpec
+    copy_backs: list[tuple[int, Value]]  # (arg index, Value) per argument updated in place
     device: str
-    tensor_args: list  # positions of the tensor arguments
-    order: list | None = None  # the order to build output leaves in (a view after its base); None: as they come
+    tensor_args: list[int]  # positions of the tensor arguments
+    order: list[int] | None = None  # the order to build output leaves in (a view after its base); None: as they come
 
     @property
     def direct(self) -> bool:
@@ -190,7 +201,7 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
     return plan, results
 
 
-def _build_order(outputs: list) -> list | None:
+def _build_order(outputs: list[Value]) -> list[int] | None:
     """Leaf indices with each leaf after the leaf it is rebuilt from; None
     when that is the order they come in."""
     def base(v: Value):
@@ -246,8 +257,6 @@ def _element_type_of(dtype: torch.dtype, device: str) -> str:
 
 
 def _leaves(out):
-    from torch.utils import _pytree as pytree
-
     return pytree.tree_flatten(out)
 
 

@@ -17,6 +17,7 @@ Three things can get in the way, each handled off the common path:
 from __future__ import annotations
 
 import operator
+from contextlib import contextmanager
 
 import torch
 from torch._dynamo.utils import counters
@@ -122,6 +123,22 @@ class Replay:
         self.executable.compiling.result()
         self._run = _xlac.run_cached_graph()
         return self._run(graph_hash, inputs)
+
+    @contextmanager
+    def launching(self, launch):
+        """Within the block, calls run the executable with ``launch(graph_hash,
+        inputs) -> list[Tensor]`` in place of XLA's ``_run_cached_graph``
+        (waiting first for a compile still running). The seam for measuring
+        the host side of a call alone: ``launch`` a stub returning results
+        computed beforehand."""
+        if self._run == self._run_when_compiled:
+            self.executable.compiling.result()
+            self._run = _xlac.run_cached_graph()
+        before, self._run = self._run, launch
+        try:
+            yield
+        finally:
+            self._run = before
 
     def _compute_pending(self, inputs) -> None:
         candidates = [inputs[k] for k in self._pending_at]
@@ -235,16 +252,3 @@ def _value(v: Value, args, results, pre, leaves):
         return payload.clone()
     return payload
 
-
-class Lazy:
-    """A graph that cannot be replayed, run lazily on every call; keeps the
-    ops (or the reason) that prevented replaying it."""
-
-    def __init__(self, gm, fallback_ops, reason: str = ""):
-        self.gm = gm
-        self.fallback_ops = fallback_ops
-        self.reason = reason or f"ops with no XLA lowering: {', '.join(fallback_ops)}"
-
-    def __call__(self, args):
-        counters["trace_once"]["lazy_calls"] += 1
-        return self.gm(*args)
