@@ -15,12 +15,15 @@ step at batch 1 of each model as
   loss, backward, update) compiled as one graph (``xla_backends.step``),
   one executable a step;
 
-and prints each variant's median step time and the lazy step's median over
-it (above 1x: faster than lazy).
+and prints each variant's median step time, the lazy step's median over it
+(above 1x: faster than lazy) with its 95% bootstrap interval, and the XLA
+executables the variant runs per step (torch_xla's ``ExecuteTime`` count:
+one for the lazy step and the whole step, one per cut otherwise).
 """
 from __future__ import annotations
 
 import copy
+import gc
 import os
 import sys
 import time
@@ -78,24 +81,57 @@ def make_step(module, inputs, variant: str):
     return step
 
 
-def measure(model_name: str, repeat: int, warmup: int = 3) -> list[dict]:
-    from benchmarks import suite
-    from benchmarks.overhead import _round_robin
+def measure(model_name: str, repeat: int, warmup: int = 3, clock=time.perf_counter) -> list[dict]:
+    """A row per variant: its median step, the lazy step's median over it
+    with the 95% interval of that ratio, and XLA executables per step."""
+    from benchmarks import stats, suite
 
     bench = suite.load(model_name, batch_size=1)
     steps = {v: make_step(bench.module, bench.example_inputs().args, v) for v in VARIANTS}
     for step in steps.values():
         for _ in range(warmup):
             step()
+    samples, runs = _round_robin(steps, repeat, clock)
+    lazy = samples["lazy"]
+    rows = []
+    for v in VARIANTS:
+        low, high = stats.speedup_ci(lazy, samples[v])
+        rows.append({"model": model_name, "variant": v, "step ms": stats.median(samples[v]) * 1e3,
+                     "lazy/variant": stats.speedup(lazy, samples[v]), "95% CI low": low,
+                     "95% CI high": high, "graphs run/step": runs[v] / repeat})
+    return rows
 
-    def seconds(variant):
-        start = time.perf_counter()
-        steps[variant]()
-        return time.perf_counter() - start
 
-    median = _round_robin(VARIANTS, repeat, 1, seconds)
-    return [{"model": model_name, "variant": v, "step ms": median[v] * 1e3,
-             "lazy/variant": median["lazy"] / median[v]} for v in VARIANTS]
+def _round_robin(steps: dict, repeat: int, clock) -> tuple[dict, dict]:
+    """(seconds per step, XLA executions over all steps) per variant: one
+    step of each in every round, the order rotated each round so that no
+    variant always follows the same one. Executions are counted outside the
+    timer."""
+    variants = list(steps)
+    samples = {v: [] for v in variants}
+    runs = dict.fromkeys(variants, 0)
+    gc.collect()
+    gc.disable()  # a collection would land in one variant's sample
+    try:
+        for r in range(repeat):
+            k = r % len(variants)
+            for v in variants[k:] + variants[:k]:
+                before = _executions()
+                start = clock()
+                steps[v]()
+                samples[v].append(clock() - start)
+                runs[v] += _executions() - before
+    finally:
+        gc.enable()
+    return samples, runs
+
+
+def _executions() -> int:
+    """XLA executions so far in this process (torch_xla's ``ExecuteTime``)."""
+    import torch_xla.debug.metrics as met
+
+    data = met.metric_data("ExecuteTime")
+    return data[0] if data else 0
 
 
 PROG = "python -m benchmarks.step_split"
@@ -126,7 +162,8 @@ def _main(argv) -> int:
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     table = [row for m in models for row in measure(m, args.repeat)]
-    print(f"One SGD training step at batch 1: median of {args.repeat} interleaved steps per variant")
+    print(f"One SGD training step at batch 1: median of {args.repeat} interleaved steps per variant; "
+          "lazy/variant with its 95% bootstrap interval (above 1: faster than the lazy step)")
     print(report.render_table(list(table[0]), [list(r.values()) for r in table]))
     return 0
 

@@ -9,19 +9,56 @@ from torch import nn
 from benchmarks import step_split
 
 
-def test_every_variant_trains_and_is_timed(monkeypatch, xla):
+def _tiny(monkeypatch, module, x):
+    bench = SimpleNamespace(module=module, example_inputs=lambda: SimpleNamespace(args=(x,)))
+    monkeypatch.setattr("benchmarks.suite.load", lambda name, batch_size: bench)
+
+
+def test_every_variant_trains_and_runs_the_graphs_its_cuts_make(monkeypatch, xla):
     torch.manual_seed(0)
     module = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
-    bench = SimpleNamespace(module=module,
-                            example_inputs=lambda: SimpleNamespace(args=(torch.randn(1, 8),)))
-    monkeypatch.setattr("benchmarks.suite.load", lambda name, batch_size: bench)
-    rows = step_split.measure("tiny", repeat=2, warmup=1)
-    assert [r["variant"] for r in rows] == list(step_split.VARIANTS)
-    assert all(r["step ms"] > 0 for r in rows)
-    assert rows[0]["lazy/variant"] == 1.0
+    _tiny(monkeypatch, module, torch.randn(1, 8))
+    rows = {r["variant"]: r for r in step_split.measure("tiny", repeat=2, warmup=1)}
+    assert list(rows) == list(step_split.VARIANTS)
+    assert all(r["step ms"] > 0 for r in rows.values())
+    graphs = {v: r["graphs run/step"] for v, r in rows.items()}
+    # A lazy step is one executable, each cut adds one; the whole step
+    # compiled is one; the model alone compiled is a forward and a backward
+    # with the loss's gradient and the update run lazily around them.
+    assert graphs["lazy"] == 1
+    assert graphs["lazy, sync after backward"] == 2
+    assert graphs["lazy, sync after forward and backward"] == 3
+    assert graphs["ours, whole step"] == graphs["openxla, whole step"] == 1
+    assert graphs["ours"] >= 3 and graphs["openxla"] >= 3
     # Each variant trains its own copy: the module itself is left as it was.
     torch.manual_seed(0)
     assert torch.equal(module[0].weight, nn.Linear(8, 16).weight)
+
+
+def test_ratios_and_intervals_are_those_of_the_samples(monkeypatch):
+    # Steps that take known times on a clock of their own: each variant k
+    # takes (k + 1) ms, but for one slow step of the lazy one.
+    clock = SimpleNamespace(now=0.0)
+    durations = {v: [(k + 1) * 1e-3] * 5 for k, v in enumerate(step_split.VARIANTS)}
+    durations["lazy"][2] = 0.5
+
+    def make_step(module, inputs, variant):
+        times = iter(durations[variant])
+
+        def step():
+            clock.now += next(times)
+
+        return step
+
+    _tiny(monkeypatch, None, torch.zeros(1))
+    monkeypatch.setattr(step_split, "make_step", make_step)
+    rows = step_split.measure("tiny", repeat=5, warmup=0, clock=lambda: clock.now)
+    for k, row in enumerate(rows):
+        assert row["step ms"] == pytest.approx(k + 1)
+        assert row["lazy/variant"] == pytest.approx(1 / (k + 1))
+        assert row["95% CI low"] <= row["lazy/variant"] <= row["95% CI high"]
+        assert row["graphs run/step"] == 0  # nothing ran on XLA
+    assert rows[0]["95% CI high"] > 1  # the slow lazy step widens the lazy step's own interval
 
 
 def test_every_lazy_and_whole_step_variant_updates_the_weights_as_a_plain_step_does(xla):
