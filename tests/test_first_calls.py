@@ -321,3 +321,28 @@ def test_compile_step_puts_loss_and_optimizer_in_the_backends_graphs(config, xla
     assert as_written["compiles_per_iter"] < model_only["compiles_per_iter"]
     assert whole["executes_per_iter"] == 1 and whole["compiles_per_iter"] == 0
     assert as_written["executes_per_iter"] > 1
+
+
+def test_a_seed_models_step_compiled_whole_runs_one_executable(tmp_path, monkeypatch, xla):
+    """On a seed model (its tiny variant, so that it compiles in seconds),
+    the row of the step compiled whole says one XLA executable runs per
+    step, and nothing compiles once warm; the step compiled as written runs
+    several."""
+    from benchmarks import suite
+
+    def tiny(config, name, bases):
+        return [suite.load(name, base["batch_size"], seed=config.seed, suite=config.suite,
+                           training=config.training, profile="tiny") for base in bases]
+
+    monkeypatch.setattr(worker, "load_benches", tiny)
+    configs = tmp_path / "models.yaml"
+    configs.write_text(TINY_CONFIGS)
+    whole = RunConfig(suite="seed", backends=("aot_torchxla_trace_once",), training=True, compile_step=True,
+                      repeat=2, warmup=2, configs=str(configs), output=str(tmp_path / "out.csv"),
+                      isolate=False)
+    (row,) = worker.run_model(whole, "BERT_pytorch").rows
+    assert (row["status"], row["mode"], row["batch_size"]) == ("pass", "training_step", 2), row.get("error")
+    assert row["executes_per_iter"] == 1 and row["compiles_per_iter"] == 0, row
+    (row,) = worker.run_model(whole.replace(step_as_written=True), "BERT_pytorch").rows
+    assert (row["status"], row["mode"]) == ("pass", "training_step_graphs"), row.get("error")
+    assert row["executes_per_iter"] > 1, row
