@@ -55,13 +55,13 @@ bench-all: install
 	$(PY) runner.py $(BENCH_ALL_ARGS)
 
 bench-overhead: install
-	$(PY) -m benchmarks.overhead
+	$(PY) -m benchmarks.tools.overhead
 
 # First calls of ours and openxla_eval on the ten seed models, each in fresh
 # interpreters (median of 3 per backend and model). BUSY=N keeps N processes
 # busy-looping meanwhile (a machine with other CPU-bound work).
 bench-first-calls: install
-	$(PY) -m benchmarks.overhead --first-calls-only --graphs seed $(if $(BUSY),--busy "$(BUSY)")
+	$(PY) -m benchmarks.tools.overhead --first-calls-only --graphs seed $(if $(BUSY),--busy "$(BUSY)")
 
 # torch_xla's own dynamo tests (../shared/peer), pointed at our backends.
 test-torch-xla: install

@@ -6,7 +6,7 @@ In one go (``make nightly``)::
 
 runs every backend on the full suite into ``ROOT/<date>/performance.csv``
 (raw samples, markdown report and plot beside it, ``night.json`` saying
-whether it finished), then gates it (``benchmarks.gate``): against the
+whether it finished), then gates it (``benchmarks.results.gate``): against the
 paired ratios of the last 7 complete nights under ROOT pooled, slower rows
 measured again before they fail it, writing ``compare.md``, ``compare.json``
 and ``compare.png`` beside it.  Exit status: the gate's (0 pass -- also on
@@ -167,7 +167,7 @@ def _parser(step: str | None) -> argparse.ArgumentParser:
         p.add_argument("--shards", type=_shards, help="the shards the plan made (default: what the "
                                                       "shards' records say)")
     if step in (None, "gate"):
-        from benchmarks import history
+        from benchmarks.results import history
         from benchmarks.cli import compare as compare_cli
 
         p.add_argument("--baseline-nights", type=_nights, default=history.DEFAULT_NIGHTS, metavar="K",
@@ -217,7 +217,7 @@ def _runner_flags(args: argparse.Namespace, csv_path: Path) -> list[str]:
 
 def _runner_record(args: argparse.Namespace) -> dict:
     """The night's runner settings as night.json keeps them: a confirmation
-    re-run repeats ``flags`` for one model (``benchmarks.gate``)."""
+    re-run repeats ``flags`` for one model (``benchmarks.results.gate``)."""
     return {"flags": [*NIGHT_FLAGS, *args.runner_args], "backends": args.backends, "filter": args.filter}
 
 
@@ -297,7 +297,7 @@ def shard(args: argparse.Namespace) -> int:
     csv_path = shard_csv(args.root, args.date, args.shard)
     flags = _runner_flags(args, csv_path) + ["--total-partitions", str(args.shards),
                                              "--partition-id", str(args.shard)]
-    from benchmarks import history
+    from benchmarks.results import history
 
     meta, record = history.shard_meta_path(csv_path.parent, args.shard), _shard_record(args, args.shards, args.shard)
     history.write_json(meta, record)
@@ -313,7 +313,7 @@ def merge(args: argparse.Namespace) -> int:
                     if SHARD_NAME.match(p.name))
     if not shards:
         raise UsageError(f"no shards under {night_dir(args.root, args.date) / SHARDS_DIR}")
-    from benchmarks import merge as merge_mod
+    from benchmarks.results import merge as merge_mod
 
     out = night_dir(args.root, args.date) / RESULT
     print(f"nightly: merging {len(shards)} shard(s) into {out}", file=sys.stderr)
@@ -352,7 +352,7 @@ def record_ci_run(folder: Path, env: Mapping[str, str]) -> None:
 
 
 def history_records(root: Path, date: str) -> dict[int, dict]:
-    from benchmarks import history
+    from benchmarks.results import history
 
     return history.shard_records(night_dir(root, date) / SHARDS_DIR)
 
@@ -360,9 +360,9 @@ def history_records(root: Path, date: str) -> dict[int, dict]:
 def _record_night(root: Path, date: str, records: dict[int, dict], merged: list[int],
                   expected: int | None) -> None:
     """Write the night's night.json; say loudly when the night is partial."""
-    from benchmarks import history, results
+    from benchmarks.results import history, store
 
-    rows = results.read_rows(night_dir(root, date) / RESULT)
+    rows = store.read_rows(night_dir(root, date) / RESULT)
     count = expected or next((r["shards"] for r in records.values() if isinstance(r.get("shards"), int)), None)
     runner = next((r["runner"] for r in records.values() if isinstance(r.get("runner"), dict)), None)
     lost = [i for i in range(count or 0) if i not in merged]
@@ -375,9 +375,9 @@ def _record_night(root: Path, date: str, records: dict[int, dict], merged: list[
 
 
 def gate(args: argparse.Namespace) -> int:
-    """Judge the night (``benchmarks.gate``): against ``--previous``, a
+    """Judge the night (``benchmarks.results.gate``): against ``--previous``, a
     ``--pin``-ned night or the last ``--baseline-nights`` complete nights."""
-    from benchmarks import gate as gating
+    from benchmarks.results import gate as gating
     from benchmarks.cli import compare as compare_cli
 
     compare_cli.check_policy(args)
@@ -391,7 +391,7 @@ def gate(args: argparse.Namespace) -> int:
 def run_all(args: argparse.Namespace) -> int:
     """The whole night on this machine (recorded in night.json as one
     shard), then the gate."""
-    from benchmarks import history
+    from benchmarks.results import history
 
     folder = night_dir(args.root, args.date)
     flags = _runner_flags(args, folder / RESULT)
@@ -483,7 +483,7 @@ def fetch_history(args: argparse.Namespace) -> int:
     root = args.root
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} exists and is not empty; fetch the history into a fresh folder")
-    from benchmarks import history
+    from benchmarks.results import history
 
     found = _git("fetch", "--depth=1", args.remote, f"refs/heads/{args.branch}", check=False)
     if found.returncode == 0:

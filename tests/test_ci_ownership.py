@@ -18,7 +18,7 @@ import gha_events
 from gha_expressions import Evaluator, to_string
 from gha_workspace import GIT_IDENTITY, RUNNER_UID, checkout, chown_tree, git, make_origin, needs_root
 
-from benchmarks import provenance
+from benchmarks.run import provenance
 
 ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = ROOT / ".github" / "workflows" / "nightly.yml"

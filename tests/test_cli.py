@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import cli, results, suite
-from benchmarks.config import RunConfig
+from benchmarks import cli
+from benchmarks.results import store
+from benchmarks.run import suite
+from benchmarks.run.config import RunConfig
 from conftest import FAULT_MODELS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -258,7 +260,7 @@ def test_bad_input_in_process(case, capsys, monkeypatch, tmp_path):
 
 def test_a_new_run_keeps_the_files_of_another_beside_its_csv(capsys, tmp_path):
     out = tmp_path / "x.csv"
-    for path in (results.markdown_path(out), results.plot_path(out), results.samples_path(out)):
+    for path in (store.markdown_path(out), store.plot_path(out), store.samples_path(out)):
         path.write_text("keep me\n")
         argv = ["--only", "resnet18", "--backend", "eager", "--output", str(out)]
         assert cli.main(argv) == 2
@@ -270,18 +272,18 @@ def test_a_new_run_keeps_the_files_of_another_beside_its_csv(capsys, tmp_path):
 
 def test_a_folder_where_a_result_file_goes_is_refused(capsys, tmp_path):
     out = tmp_path / "x.csv"
-    results.samples_path(out).mkdir()
+    store.samples_path(out).mkdir()
     for more in ([], ["--overwrite"], ["--resume"]):
         assert cli.main(["--only", "resnet18", "--backend", "eager", "--output", str(out), "--dry-run", *more]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and f"{results.samples_path(out)} is a folder" in err, err
+        assert err.count("\n") == 1 and f"{store.samples_path(out)} is a folder" in err, err
 
 
 def test_resume_refuses_a_file_it_cannot_read_back(capsys, tmp_path):
     good = tmp_path / "good.csv"
-    results.append_rows(good, [{"dev": "cpu", "name": "resnet18", "batch_size": 2, "backend": "eager",
+    store.append_rows(good, [{"dev": "cpu", "name": "resnet18", "batch_size": 2, "backend": "eager",
                                 "baseline": "eager", "status": "pass", "speedup": 1.0, "repeat": 2,
-                                "schema_version": results.SCHEMA_VERSION}])
+                                "schema_version": store.SCHEMA_VERSION}])
     header, row = good.read_text().splitlines()
     cells = row.split(",")
     cells[header.split(",").index("repeat")] = "nan"
@@ -345,12 +347,12 @@ def test_default_output_names_the_kind_of_experiment():
 def test_the_canonical_command_runs_after_make_bench(capsys):
     bench_csv = Path(config(*[a for a in _make_bench_argv() if a != "--overwrite"]).output)
     bench_csv.parent.mkdir()
-    for path in results.files_beside(bench_csv):
+    for path in store.files_beside(bench_csv):
         path.write_text("make bench's\n")
     assert cli.main([*CANONICAL, "--dry-run"]) == 0
     assert "results/performance_inference_cpu.csv" in capsys.readouterr().out
     config(*CANONICAL)  # a real run's checks pass: no clash
-    assert all(p.read_text() == "make bench's\n" for p in results.files_beside(bench_csv))
+    assert all(p.read_text() == "make bench's\n" for p in store.files_beside(bench_csv))
 
 
 def test_a_clash_suggests_a_new_output_first_and_a_dry_run_still_plans(capsys):

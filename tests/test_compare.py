@@ -1,4 +1,4 @@
-"""Tests of benchmarks.compare: marks, the gate's rules, geomean, golden markdown, A/A, CLI.
+"""Tests of benchmarks.results.compare: marks, the gate's rules, geomean, golden markdown, A/A, CLI.
 
 The fixture runs under tests/fixtures/compare/ come from make_fixtures.py
 there (its docstring tabulates every pair and the expected mark).  Regenerate
@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import cli, compare, results
+from benchmarks import cli
+from benchmarks.results import compare, store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compare"
 OLD = FIXTURES / "old.csv"
@@ -57,9 +58,9 @@ def _by_key(comparison):
 
 
 def _write_run(path, rows, records):
-    results.append_rows(path, rows)
+    store.append_rows(path, rows)
     if records:
-        results.append_samples(results.samples_path(path), records)
+        store.append_samples(store.samples_path(path), records)
     return path
 
 
@@ -70,8 +71,8 @@ def _passing_row(name, backend_s, baseline_s, backend="b", batch_size=8):
 
 
 def _records(name, backend_s, baseline_s, backend="b"):
-    return [results.sample_record(name, backend, "baseline", baseline_s),
-            results.sample_record(name, backend, "backend", backend_s)]
+    return [store.sample_record(name, backend, "baseline", baseline_s),
+            store.sample_record(name, backend, "backend", backend_s)]
 
 
 def _run(path, pairs, backend="b"):
@@ -99,9 +100,9 @@ def _copy_without(src_csv, dst_csv, drop):
     writer.writeheader()
     writer.writerows(r for r in reader if (r["name"], r["backend"]) not in drop)
     dst_csv.write_text(out.getvalue())
-    lines = results.samples_path(src_csv).read_text().splitlines()
+    lines = store.samples_path(src_csv).read_text().splitlines()
     kept = [line for line in lines if (json.loads(line)["name"], json.loads(line)["backend"]) not in drop]
-    results.samples_path(dst_csv).write_text("".join(line + "\n" for line in kept))
+    store.samples_path(dst_csv).write_text("".join(line + "\n" for line in kept))
     return dst_csv
 
 
@@ -267,7 +268,7 @@ def test_same_named_files_are_told_apart(tmp_path):
     for night in ("2026-01-01", "2026-01-02"):
         (tmp_path / night).mkdir()
         shutil.copy(OLD, tmp_path / night / "sq.csv")
-        shutil.copy(results.samples_path(OLD), tmp_path / night / "sq.jsonl")
+        shutil.copy(store.samples_path(OLD), tmp_path / night / "sq.jsonl")
     comparison = compare.compare(tmp_path / "2026-01-01" / "sq.csv", tmp_path / "2026-01-02" / "sq.csv")
     assert (comparison.old_label, comparison.new_label) == ("2026-01-01/sq.csv", "2026-01-02/sq.csv")
     assert compare.render_console(comparison).startswith("2026-01-01/sq.csv -> 2026-01-02/sq.csv: PASS")
@@ -276,11 +277,11 @@ def test_same_named_files_are_told_apart(tmp_path):
 
 def test_labels_carry_date_and_commit_when_rows_do(tmp_path):
     def tagged(path, timestamps, commits):
-        df = results.read_rows(OLD)
+        df = store.read_rows(OLD)
         df["timestamp"] = [timestamps[i % len(timestamps)] for i in range(len(df))]
         df["commit"] = [commits[i % len(commits)] for i in range(len(df))]
         df.to_csv(path, index=False)
-        shutil.copy(results.samples_path(OLD), results.samples_path(path))
+        shutil.copy(store.samples_path(OLD), store.samples_path(path))
         return path
 
     night = ["2026-01-01T23:59:00+00:00", "2026-01-02T00:10:00+00:00"]  # a run across midnight
@@ -397,7 +398,7 @@ def test_failure_note_shows_error_and_markdown_escapes_pipes(tmp_path):
 
 def test_empty_runs(tmp_path):
     empty = tmp_path / "e.csv"
-    empty.write_text(",".join(results.CSV_COLUMNS) + "\n")
+    empty.write_text(",".join(store.CSV_COLUMNS) + "\n")
     comparison = compare.compare(empty, empty)
     assert comparison.rows == [] and compare.exit_code(comparison) == 0
     assert "no rows" in compare.render_markdown(comparison)
@@ -406,7 +407,7 @@ def test_empty_runs(tmp_path):
 def test_a_lost_shard_fails_the_gate(tmp_path):
     """Every row of the old run missing from the new one: all removed."""
     empty = tmp_path / "e.csv"
-    empty.write_text(",".join(results.CSV_COLUMNS) + "\n")
+    empty.write_text(",".join(store.CSV_COLUMNS) + "\n")
     comparison = compare.compare(OLD, empty)
     assert compare.exit_code(comparison) == 1
     assert compare.verdict(comparison).startswith("FAIL (")
@@ -497,7 +498,7 @@ def test_cli_unreadable_csv_is_exit_2(capsys, tmp_path):
 
 def test_cli_broken_samples_record_is_exit_2(capsys, tmp_path):
     csv_path = shutil.copy(NEW, tmp_path / "new.csv")
-    results.samples_path(csv_path).write_text('{"role": "backend"}\n[1, 2]\n')
+    store.samples_path(csv_path).write_text('{"role": "backend"}\n[1, 2]\n')
     assert cli.main(["compare", str(OLD), str(csv_path)]) == 2
     assert "not a samples record" in capsys.readouterr().err
 
@@ -505,13 +506,13 @@ def test_cli_broken_samples_record_is_exit_2(capsys, tmp_path):
 def test_compare_refuses_to_overwrite_a_file_of_an_input_run(tmp_path, capsys):
     run = tmp_path / "run.csv"
     shutil.copy(OLD, run)
-    shutil.copy(results.samples_path(OLD), results.samples_path(run))
-    samples = results.samples_path(run).read_text()
-    for flag, path in (("--json", results.samples_path(run)), ("--plot", results.plot_path(run))):
+    shutil.copy(store.samples_path(OLD), store.samples_path(run))
+    samples = store.samples_path(run).read_text()
+    for flag, path in (("--json", store.samples_path(run)), ("--plot", store.plot_path(run))):
         assert cli.main(["compare", str(run), str(NEW), flag, str(path)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "is an input or a file of its run" in err, err
-    assert results.samples_path(run).read_text() == samples and not results.plot_path(run).exists()
+    assert store.samples_path(run).read_text() == samples and not store.plot_path(run).exists()
     out = tmp_path / "out.md"
     assert cli.main(["compare", str(run), str(NEW), "--markdown", str(out), "--json", str(out)]) == 2
     assert "name the same file" in capsys.readouterr().err and not out.exists()
@@ -521,9 +522,9 @@ def test_compare_refuses_one_run_twice_and_accuracy_verdicts(tmp_path, capsys):
     assert cli.main(["compare", str(OLD), str(OLD)]) == 2
     assert "OLD and NEW are the same file" in capsys.readouterr().err
     verdicts = tmp_path / "accuracy.csv"
-    results.append_rows(verdicts, [{"dev": "cpu", "name": "m", "batch_size": 1, "backend": "eager",
+    store.append_rows(verdicts, [{"dev": "cpu", "name": "m", "batch_size": 1, "backend": "eager",
                                     "baseline": "eager", "status": "pass", "accuracy": "pass",
-                                    "schema_version": results.SCHEMA_VERSION}])
+                                    "schema_version": store.SCHEMA_VERSION}])
     for old, new in ((OLD, verdicts), (verdicts, OLD)):
         assert cli.main(["compare", str(old), str(new)]) == 2
         err = capsys.readouterr().err
@@ -574,7 +575,7 @@ def test_a_seed_run_and_a_builtin_run_of_a_model_pair(tmp_path):
     rows are one experiment; TorchBench's resnet18 is other code."""
     def run(path, suite):
         row = {**_passing_row("resnet18", [1.0] * 6, [2.0] * 6), "suite": suite}
-        records = [{**r, **results.key_fields(row)} for r in _records("resnet18", [1.0] * 6, [2.0] * 6)]
+        records = [{**r, **store.key_fields(row)} for r in _records("resnet18", [1.0] * 6, [2.0] * 6)]
         return _write_run(path, [row], records)
 
     seed, builtin, tb = (run(tmp_path / f"{s}.csv", s) for s in ("seed", "builtin", "torchbench"))
@@ -588,9 +589,9 @@ def test_a_seed_run_and_a_builtin_run_of_a_model_pair(tmp_path):
 
 def _on_cpu(path, cpus):
     """Rewrite the run at ``path`` with rows on ``cpus[name]`` = (model, count)."""
-    rows = results.read_rows(path).drop(columns=["schema_version"]).to_dict("records")
+    rows = store.read_rows(path).drop(columns=["schema_version"]).to_dict("records")
     path.unlink()
-    results.append_rows(path, [{**r, "cpu_model": cpus[r["name"]][0], "cpu_count": cpus[r["name"]][1]}
+    store.append_rows(path, [{**r, "cpu_model": cpus[r["name"]][0], "cpu_count": cpus[r["name"]][1]}
                                for r in rows])
     return path
 

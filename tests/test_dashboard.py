@@ -1,4 +1,4 @@
-"""Tests of benchmarks.dashboard: the data it computes, its command line, and
+"""Tests of benchmarks.results.dashboard: the data it computes, its command line, and
 the page itself in a real browser (Playwright driving Debian's chromium,
 installed by `make browser`, which `make test` runs first).
 
@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 from scipy import stats as sps
 
-from benchmarks import dashboard, results
+from benchmarks.results import dashboard, store
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
@@ -63,13 +63,13 @@ def history_frames(nights, models, backends, seed=0, failures=(), noise=0.02, ba
         "abs_latency": base / speedup * ok, "compilation_latency": rng.uniform(0.5, 3.0, night.size) * ok,
         "backend": backend, "baseline": "xla", "baseline_latency": base * ok,
         "speedup_ci_low": speedup * 0.97 * ok, "speedup_ci_high": speedup * 1.03 * ok,
-        "status": np.where(broken, "fail_to_run", "pass"), "schema_version": results.SCHEMA_VERSION,
+        "status": np.where(broken, "fail_to_run", "pass"), "schema_version": store.SCHEMA_VERSION,
         "error": np.where(broken, HOSTILE_ERROR, None),
         "suite": "builtin", "mode": "inference", "dtype": "fp32", "dynamic": "static",
         "commit": [COMMITS[n] for n in night],
         "host_compression_ratio": rng.uniform(0.8, 1.2, night.size) * ok,
         "zero_overhead_speedup": limit * ok, "headroom_captured": (speedup - 1) / (limit - 1) * ok,
-    }, columns=results.CSV_COLUMNS)
+    }, columns=store.CSV_COLUMNS)
     return [(dates[i], rows.reset_index(drop=True)) for i, rows in df.groupby(night, sort=True)]
 
 
@@ -146,7 +146,7 @@ def test_page_data(small_site):
     assert data["commits"] == COMMITS[:8] and data["nightCommits"] == [[i] for i in range(8)]
     # The geomean is scipy's over the fixed set: for openxla_eval, the models
     # that passed on every night (mnasnet1_0 failed on night 3).
-    night0 = results.read_rows(root / dates[0] / "performance.csv")
+    night0 = store.read_rows(root / dates[0] / "performance.csv")
     for backend, fixed in (("openxla_eval", ["alexnet", "resnet18"]), ("torchxla_trace_once", MODELS)):
         own = night0[(night0["backend"] == backend) & night0["name"].isin(fixed)]
         assert _trend(data, backend, "geo")[0] == pytest.approx(sps.gmean(own["speedup"]), rel=1e-3)
@@ -179,7 +179,7 @@ def test_the_pass_rate_is_accuracy_gated_where_a_night_has_accuracy_rows(tmp_pat
     """Night 1 also ran --accuracy: alexnet on openxla_eval computed wrong
     results. It passed the performance run but does not count as a pass."""
     dates = write_history(tmp_path / "n", 3, MODELS, BACKENDS)
-    accuracy = results.read_rows(tmp_path / "n" / dates[1] / "performance.csv")
+    accuracy = store.read_rows(tmp_path / "n" / dates[1] / "performance.csv")
     wrong = (accuracy["name"] == "alexnet") & (accuracy["backend"] == "openxla_eval")
     accuracy["accuracy"] = np.where(wrong, "fail_accuracy", "pass")
     accuracy["status"] = accuracy["accuracy"]
@@ -278,7 +278,7 @@ def test_nights_without_rows_still_make_a_page(tmp_path):
     """Every night's run had no model (an empty selection): a page, no lines."""
     for date in ("2025-01-01", "2025-01-02"):
         (tmp_path / "n" / date).mkdir(parents=True)
-        (tmp_path / "n" / date / "performance.csv").write_text(",".join(results.CSV_COLUMNS) + "\n")
+        (tmp_path / "n" / date / "performance.csv").write_text(",".join(store.CSV_COLUMNS) + "\n")
     index = dashboard.build(tmp_path / "n", tmp_path / "site")
     assert "2 nights (2025-01-01 to 2025-01-02), 0 models" in index.read_text()
 
@@ -603,10 +603,10 @@ def write_samples(folder, rows, seed, slower=(), repeats=10):
         base = row["baseline_latency"] / 1e3 * rng.lognormal(0, 0.01, repeats)
         factor = 1.25 if (row["name"], row["backend"]) in slower else 1.0
         backend = base / row["speedup"] * factor * rng.lognormal(0, 0.01, repeats)
-        key = {k: v for k, v in results.key_fields(row).items() if k not in ("name", "backend")}
-        records += [results.sample_record(row["name"], row["backend"], "baseline", base, **key),
-                    results.sample_record(row["name"], row["backend"], "backend", backend, **key)]
-    results.append_samples(folder / "performance.jsonl", records)
+        key = {k: v for k, v in store.key_fields(row).items() if k not in ("name", "backend")}
+        records += [store.sample_record(row["name"], row["backend"], "baseline", base, **key),
+                    store.sample_record(row["name"], row["backend"], "backend", backend, **key)]
+    store.append_samples(folder / "performance.jsonl", records)
 
 
 PAIR_SLOWER = {("resnet18", "torchxla_trace_once")}
@@ -706,8 +706,8 @@ def test_latest_night_table_equals_numbers_from_the_csvs(browser, pair_site):
     """The summary row of each line, recomputed here from the two nights'
     CSVs with pandas and scipy."""
     root, index, dates = pair_site
-    latest = results.read_rows(root / dates[-1] / "performance.csv")
-    before = results.read_rows(root / dates[-2] / "performance.csv")
+    latest = store.read_rows(root / dates[-1] / "performance.csv")
+    before = store.read_rows(root / dates[-2] / "performance.csv")
     page, _, _ = open_page(browser, index)
     assert f"night {dates[-1]}" in page.locator("table.summary caption").text_content()
     assert f"change from {dates[-2]}" in page.locator("table.summary caption").text_content()

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import cli, results
+from benchmarks import cli
+from benchmarks.results import store
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -283,7 +284,7 @@ def _check_real_run(command: str, workdir: Path, capsys, *extra: str) -> None:
     rc, out, err = _main(argv, capsys)
     assert rc == 0, f"{command} -> {argv}\n{out}\n{err}"
     csv = Path(argv[argv.index("--output") + 1])
-    rows = results.read_rows(csv)
+    rows = store.read_rows(csv)
     assert len(rows) and set(rows["status"]) == {"pass"}, rows[["name", "backend", "status", "error"]]
 
 
@@ -392,16 +393,16 @@ def _glossary() -> set[str]:
 
 
 def test_every_result_column_has_a_glossary_entry():
-    missing = [c for c in results.CSV_COLUMNS if c not in _glossary()]
+    missing = [c for c in store.CSV_COLUMNS if c not in _glossary()]
     assert not missing, f"docs/columns.md has no glossary entry for {missing}"
-    unknown = sorted(_glossary() - set(results.CSV_COLUMNS))
+    unknown = sorted(_glossary() - set(store.CSV_COLUMNS))
     assert not unknown, f"docs/columns.md explains columns the CSV does not have: {unknown}"
 
 
 def test_every_graph_break_column_has_a_glossary_entry():
     text = (ROOT / "docs" / "columns.md").read_text(encoding="utf-8")
     part = text[text.index("### `NAME_graph_breaks.csv`"):]
-    assert re.findall(r"^\| `([a-z0-9_]+)` \|", part, flags=re.M) == results.GRAPH_BREAK_COLUMNS
+    assert re.findall(r"^\| `([a-z0-9_]+)` \|", part, flags=re.M) == store.GRAPH_BREAK_COLUMNS
 
 
 def test_every_flag_is_in_flags_md():

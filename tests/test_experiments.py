@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks import accuracy, cli, compare, orchestrate, placement, probes, provenance, results, worker
-from benchmarks.config import RunConfig
+from benchmarks.run import accuracy, orchestrate, placement, probes, provenance, worker
+from benchmarks import cli
+from benchmarks.results import compare, store
+from benchmarks.run.config import RunConfig
 from conftest import TINY_CONFIGS
 
 
@@ -65,14 +67,14 @@ def test_training_resumed_on_an_inference_csv_runs_the_training_rows(tmp_path, f
     assert code == 0, err
     code, console, err = run([*args, "--training", "--resume"], capsys)
     assert code == 0, err
-    df = results.read_rows(out)
+    df = store.read_rows(out)
     assert df["mode"].tolist() == ["inference", "training"]
     assert "Training, fp32" in console  # the training table, not the inference one again
     # Resumed again, nothing is left to run.
     config = cli.make_config(cli.build_parser().parse_args([*args, "--training", "--resume"]))
     assert orchestrate.pending_work(config) == []
     assert orchestrate.pending_work(config.replace(precision="bf16")) == [("ok_mlp", ("eager",))]
-    md = results.markdown_path(out).read_text()
+    md = store.markdown_path(out).read_text()
     assert "## inference, fp32" in md and "## training, fp32" in md
 
 
@@ -81,10 +83,10 @@ def test_accuracy_and_performance_runs_do_not_resume_each_other(tmp_path, fault_
     args = _fast(tmp_path, "-k", "^(ok_mlp|raise_on_run)$", "--backend", "eager", "--output", str(out))
     code, _, err = run([*args, "--accuracy"], capsys)
     assert code == 0, err
-    df = results.read_rows(out)
+    df = store.read_rows(out)
     # Every row of an accuracy run holds a verdict, a failed one too.
     assert dict(zip(df["name"], df["accuracy"])) == {"ok_mlp": "pass", "raise_on_run": "eager_fail_to_run"}
-    assert {results.measures(r) for r in df.to_dict("records")} == {"accuracy"}
+    assert {store.measures(r) for r in df.to_dict("records")} == {"accuracy"}
     text = out.read_text()
     code, _, err = run([*args, "--resume"], capsys)
     assert code == 2 and err.count("\n") == 1, err
@@ -108,12 +110,12 @@ def test_accuracy_and_performance_runs_do_not_resume_each_other(tmp_path, fault_
 def test_failed_rows_of_a_performance_run_are_not_done_accuracy_experiments(config):
     # A failed row holds neither a speedup nor a verdict: it counts as done
     # for a performance resume only.
-    from benchmarks.rows import failed, row_bases
+    from benchmarks.run.rows import failed, row_bases
 
     config = config.replace(models=("ok_mlp",))
     assert orchestrate.pending_work(config.replace(resume=True)) == [("ok_mlp", ("eager",))]
     bases = row_bases(config, "ok_mlp")
-    results.append_rows(config.csv_path, failed(config, bases, "crashed", "killed").rows)
+    store.append_rows(config.csv_path, failed(config, bases, "crashed", "killed").rows)
     assert orchestrate.pending_work(config.replace(resume=True)) == []
     accuracy = config.replace(resume=True, mode="accuracy")
     assert orchestrate.pending_work(accuracy) == [("ok_mlp", ("eager",))]
@@ -189,7 +191,7 @@ def test_bf16_accuracy_passes_within_its_tolerance(config):
 
 
 def test_per_dtype_tolerances_come_from_configs():
-    from benchmarks.settings import load_settings
+    from benchmarks.run.settings import load_settings
 
     settings = load_settings().for_model("resnet18")
     assert settings.tolerance(xla=True, dtype="bf16") == 5.0e-2
@@ -216,8 +218,8 @@ def test_a_cycle_of_batch_sizes_reports_each_shapes_compiles(config):
     assert all(r["compilation_latency"] > 0 and len(s["samples_s"]) == 3 for r in rows
                for s in result.samples)
     # Each row has its own samples, keyed by its experiment.
-    keys = {results.experiment_key(s) for s in result.samples}
-    assert keys == {results.experiment_key(r) for r in rows}
+    keys = {store.experiment_key(s) for s in result.samples}
+    assert keys == {store.experiment_key(r) for r in rows}
 
 
 def test_batch_sizes_flag_rejects_bad_values(capsys):
@@ -246,14 +248,14 @@ def test_profiler_traces_hlo_and_graph_breaks(tmp_path, fault_models, capsys):
         (dump,) = hlo.glob(f"print_break_{runner}.*.hlo.txt")
         assert "ENTRY" in dump.read_text() and "HloModule" in dump.read_text()
     assert not list(hlo.glob("print_break_eager*"))  # a host runner has no HLO
-    breaks = results.read_graph_breaks(out)
+    breaks = store.read_graph_breaks(out)
     assert set(breaks["backend"]) == {"torchxla_trace_once", "eager"}
     for _, brk in breaks.iterrows():
         assert "print" in brk["reason"]
         assert "print_break/__init__.py:5 in _say_hello" in brk["user_frame"]
-    df = results.read_rows(out)
+    df = store.read_rows(out)
     assert (df["graph_breaks"] >= 1).all()
-    md = results.markdown_path(out).read_text()
+    md = store.markdown_path(out).read_text()
     assert "[run_graph_breaks.csv](run_graph_breaks.csv)" in md and re.search(r"\| print_break \| +1 \|", md)
 
 
@@ -267,7 +269,7 @@ def test_memory_peaks_and_ratio(config):
 
 _HOST_PEAK_STEP = """
 import torch
-from benchmarks import probes
+from benchmarks.run import probes
 peak = probes.HostPeak()
 if not peak.resettable:
     print("unresettable")
@@ -305,12 +307,12 @@ def test_bf16_resnet18_performance_and_accuracy(tmp_path, capsys):
               "--repeat", "5"]
     perf, acc = tmp_path / "X.csv", tmp_path / "A.csv"
     assert run(["--performance", *common, "--output", str(perf)], capsys)[0] == 0
-    (row,) = results.read_rows(perf).to_dict("records")
+    (row,) = store.read_rows(perf).to_dict("records")
     assert (row["dtype"], row["status"], row["mode"]) == ("bf16", "pass", "inference")
-    assert row["schema_version"] == results.SCHEMA_VERSION
+    assert row["schema_version"] == store.SCHEMA_VERSION
     assert row["commit"] and row["timestamp"]
     assert run(["--accuracy", *common, "--output", str(acc)], capsys)[0] == 0
-    (row,) = results.read_rows(acc).to_dict("records")
+    (row,) = store.read_rows(acc).to_dict("records")
     assert row["accuracy"] == "pass", row
 
 
@@ -321,7 +323,7 @@ def test_dynamic_shapes_on_resnet18_show_each_shapes_compiles(tmp_path, capsys):
                         "--backend", "torchxla_trace_once,torchxla_trivial", "--only", "resnet18",
                         "--repeat", "3", "--warmup", "1", "--output", str(out)], capsys)
     assert code == 0, err
-    df = results.read_rows(out)
+    df = store.read_rows(out)
     for backend in ("torchxla_trace_once", "torchxla_trivial"):
         rows = df[df["backend"] == backend]
         assert rows["batch_size"].tolist() == [1, 2, 4] and set(rows["status"]) == {"pass"}

@@ -20,8 +20,9 @@ import pandas as pd
 import pytest
 import torch
 
-from benchmarks import affinity, coldstart, report, worker
-from benchmarks.config import RunConfig
+from benchmarks.run import affinity, coldstart, worker
+from benchmarks.results import report
+from benchmarks.run.config import RunConfig
 from conftest import FAULT_MODELS, TINY_CONFIGS
 
 
@@ -94,14 +95,15 @@ def test_cold_first_calls_are_not_served_by_another_runners_compile(config, xla)
 def test_cold_first_calls_from_an_isolated_worker(config, tmp_path, monkeypatch, capsys):
     """What ``runner.py`` does by default: the isolated worker forks itself
     for each runner's cold first call before it runs anything."""
-    from benchmarks import cli, results
+    from benchmarks import cli
+    from benchmarks.results import store
 
     monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))
     out = tmp_path / "cold.csv"
     assert cli.main(["--suite", "torchbench", "--configs", config.configs, "--only", "ok_mlp",
                      "--use-xla-baseline", "--backend", "torchxla_trivial,eager", "--repeat", "2",
                      "--warmup", "1", "--output", str(out)]) == 0, capsys.readouterr().err
-    rows = results.read_rows(out).set_index("backend")
+    rows = store.read_rows(out).set_index("backend")
     assert set(rows["status"]) == {"pass"} and set(rows["compilation_kind"]) == {"cold"}
     assert rows.loc["torchxla_trivial", "first_call_cache_hits"] == 0
     assert rows.loc["torchxla_trivial", "first_call_compiles"] >= 1

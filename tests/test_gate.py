@@ -1,4 +1,4 @@
-"""Tests of the nightly gate (benchmarks.gate, benchmarks.history): the
+"""Tests of the nightly gate (benchmarks.results.gate, benchmarks.results.history): the
 stable baseline that catches a slow drift, partial nights kept out of it,
 the confirmation re-run, and a night with no baseline.
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import compare, gate, history, nightly, results
+from benchmarks.results import compare, gate, history, store
+from benchmarks import nightly
 
 DRIFT, STEADY = "torchxla_trace_once", "openxla_eval"
 REPEATS = 8
@@ -32,12 +33,12 @@ def _write_night(root, date, ratios, seed=0, spread=0.01, models=("m1", "m2"), c
                              speedup=float(np.median(base) / np.median(timed)),
                              abs_latency=float(np.median(timed)) * 1e3, status="pass",
                              cpu_model=cpu[0], cpu_count=cpu[1]))
-            key = {k: v for k, v in results.key_fields(rows[-1]).items() if k not in ("name", "backend")}
-            records += [results.sample_record(name, backend, "baseline", base, **key),
-                        results.sample_record(name, backend, "backend", timed, **key)]
+            key = {k: v for k, v in store.key_fields(rows[-1]).items() if k not in ("name", "backend")}
+            records += [store.sample_record(name, backend, "baseline", base, **key),
+                        store.sample_record(name, backend, "backend", timed, **key)]
     csv_path = root / date / "performance.csv"
-    results.append_rows(csv_path, rows)
-    results.append_samples(results.samples_path(csv_path), records)
+    store.append_rows(csv_path, rows)
+    store.append_samples(store.samples_path(csv_path), records)
     return csv_path
 
 
@@ -133,11 +134,11 @@ def _shard_night(root, date, seed, shards, finished=None, models=("a", "b", "c",
     folder.mkdir(parents=True)
     for shard in shards:
         kept = plan[shard] if finished.get(shard, True) else plan[shard][:1]
-        rows = [r for r in results.read_rows(full).to_dict("records") if r["name"] in kept]
+        rows = [r for r in store.read_rows(full).to_dict("records") if r["name"] in kept]
         path = folder / f"shard-{shard}.csv"
-        results.append_rows(path, [{k: v for k, v in r.items() if k != "schema_version"} for r in rows])
-        results.append_samples(results.samples_path(path), [
-            r for r in results.read_samples(results.samples_path(full)) if r["name"] in kept])
+        store.append_rows(path, [{k: v for k, v in r.items() if k != "schema_version"} for r in rows])
+        store.append_samples(store.samples_path(path), [
+            r for r in store.read_samples(store.samples_path(full)) if r["name"] in kept])
         history.write_json(history.shard_meta_path(folder, shard), {
             "shard": shard, "shards": 2, "models": plan[shard], "finished": finished.get(shard, True)})
     assert nightly.main(["merge", "--root", str(root), "--date", date]) == 0
@@ -299,11 +300,11 @@ def test_only_partial_earlier_nights_pass_loudly(tmp_path):
 
 # --------------------------------------------------------------------------
 # The A/A script's bookkeeping (the nights themselves are real runs: see
-# benchmarks/aa_nights.py; here they are written from chosen ratios)
+# benchmarks/tools/aa_nights.py; here they are written from chosen ratios)
 
 
 def test_aa_report_counts_false_alarms_before_and_after_the_rerun(tmp_path):
-    from benchmarks import aa_nights
+    from benchmarks.tools import aa_nights
 
     dates = aa_nights.dates(4)
     for i, date in enumerate(dates):
@@ -327,7 +328,7 @@ def test_aa_report_counts_false_alarms_before_and_after_the_rerun(tmp_path):
     (["--bogus"], "unrecognized arguments"),
 ])
 def test_aa_nights_bad_input_is_exit_2(tmp_path, capsys, argv, message):
-    from benchmarks import aa_nights
+    from benchmarks.tools import aa_nights
 
     assert aa_nights.main(["--root", str(tmp_path / "aa"), *argv]) == 2
     err = capsys.readouterr().err
@@ -336,7 +337,7 @@ def test_aa_nights_bad_input_is_exit_2(tmp_path, capsys, argv, message):
 
 
 def test_aa_nights_keeps_earlier_nights_unless_resumed(tmp_path, capsys):
-    from benchmarks import aa_nights
+    from benchmarks.tools import aa_nights
 
     (tmp_path / "2000-01-01").mkdir()
     assert aa_nights.main(["--root", str(tmp_path), "--nights", "2"]) == 2
@@ -370,14 +371,14 @@ def test_a_regression_made_up_on_paper_is_not_confirmed_by_a_real_rerun(tmp_path
     shutil.copy(night / "performance.csv", copy / "performance.csv")
     shutil.copy(night / history.NIGHT_FILE, copy / history.NIGHT_FILE)
     slowed = [{**r, "samples_s": [s * 1.3 for s in r["samples_s"]]} if r["role"] == "backend" else r
-              for r in results.read_samples(night / "performance.jsonl")]
-    results.append_samples(copy / "performance.jsonl", slowed)
+              for r in store.read_samples(night / "performance.jsonl")]
+    store.append_samples(copy / "performance.jsonl", slowed)
     gated = subprocess.run([sys.executable, "-m", "benchmarks.nightly", "gate", "--root", str(tmp_path),
                             "--date", DATES[1]], cwd=root_dir, env=env, capture_output=True, text=True,
                            timeout=600)
     verdict = _verdict(tmp_path, DATES[1])
     assert verdict["confirmation"]["verdict_before"] == "FAIL (1 slower)", gated.stderr
     assert "measuring steady (eager) again" in gated.stderr
-    assert results.read_rows(copy / "confirm" / "performance.csv")["name"].tolist() == ["steady"]
+    assert store.read_rows(copy / "confirm" / "performance.csv")["name"].tolist() == ["steady"]
     assert gated.returncode == 0 and verdict["verdict"] == "PASS", gated.stdout + gated.stderr
     assert [r["mark"] for r in verdict["rows"]] == [compare.UNCONFIRMED]

@@ -71,15 +71,15 @@ def test_models_know_nothing_of_backends_or_the_harness():
 
 def test_compare_computes_and_plots_draw_it():
     graph = import_graph()
-    assert graph.has_edge("benchmarks.plots", "benchmarks.compare")
-    assert "benchmarks.plots" not in nx.descendants(graph, "benchmarks.compare")
+    assert graph.has_edge("benchmarks.results.plots", "benchmarks.results.compare")
+    assert "benchmarks.results.plots" not in nx.descendants(graph, "benchmarks.results.compare")
 
 
 def test_the_parent_and_merge_do_not_load_torch():
     """The process that schedules workers, and merge, stay light: torch is
     for the workers."""
-    code = ("import sys, benchmarks.cli, benchmarks.orchestrate, benchmarks.merge, benchmarks.report; "
-            "print(sorted(m for m in ('torch', 'benchmarks.worker', 'benchmarks.suite') if m in sys.modules))")
+    code = ("import sys, benchmarks.cli, benchmarks.run.orchestrate, benchmarks.results.merge, benchmarks.results.report; "
+            "print(sorted(m for m in ('torch', 'benchmarks.run.worker', 'benchmarks.run.suite') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
@@ -88,7 +88,7 @@ def test_the_data_layer_knows_nothing_of_the_command_line():
     """The schema and the store raise their own errors; the command lines
     turn them into usage errors."""
     graph = import_graph()
-    for module in ("benchmarks.schema", "benchmarks.results"):
+    for module in ("benchmarks.results.schema", "benchmarks.results.store"):
         reach = nx.descendants(graph, module) | {module}
         assert not [t for t in reach if t in ("benchmarks.usage", "benchmarks.cli")
                     or t.startswith("benchmarks.cli.")], (module, reach)

@@ -1,8 +1,10 @@
 """Every row records the machine that ran it: the CPU model and count
-(benchmarks.provenance.machine), whether the model passed or failed."""
+(benchmarks.run.provenance.machine), whether the model passed or failed."""
 import os
 
-from benchmarks import cli, provenance, results
+from benchmarks import cli
+from benchmarks.run import provenance
+from benchmarks.results import store
 
 CONFIGS = """
 defaults:
@@ -35,8 +37,8 @@ def test_every_row_records_the_cpu(tmp_path, fault_models, capsys):
                      "--repeat", "3", "--warmup", "1", "--no-isolate", "--configs", str(configs),
                      "--output", str(out)])
     assert code == 0, capsys.readouterr().err
-    df = results.read_rows(out)
+    df = store.read_rows(out)
     assert sorted(zip(df["name"], df["status"])) == [("ok_mlp", "pass"), ("raise_on_load", "model_fail_to_load")]
     assert set(df["cpu_model"]) == {provenance.cpu_model()}
     assert set(df["cpu_count"]) == {os.cpu_count()}
-    assert set(df["schema_version"]) == {results.SCHEMA_VERSION} == {5}
+    assert set(df["schema_version"]) == {store.SCHEMA_VERSION} == {5}

@@ -1,7 +1,7 @@
 """The timing loop, driven by a fake clock: what is timed, in which order."""
 import pytest
 
-from benchmarks.measure import Runner, measure
+from benchmarks.run.measure import Runner, measure
 
 
 class FakeClock:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchmarks import merge, results
+from benchmarks.results import merge, store
 from conftest import FAULT_MODELS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def data_lines(path: Path) -> list[str]:
 
 def test_shards_split_the_models(sharded):
     paths, _, _ = sharded
-    names = [set(results.read_rows(paths[s])["name"]) for s in ("shard0", "shard1")]
+    names = [set(store.read_rows(paths[s])["name"]) for s in ("shard0", "shard1")]
     assert not names[0] & names[1]
     assert names[0] | names[1] == set(MODELS)
 
@@ -80,27 +80,27 @@ def test_merged_csv_is_the_union_of_the_shards(sharded):
     # Every shard line, copied byte for byte, exactly once; nothing else.
     assert sorted(lines) == sorted(data_lines(paths["shard0"]) + data_lines(paths["shard1"]))
     assert merged.read_text().splitlines()[0] == paths["shard0"].read_text().splitlines()[0]
-    assert list(next(csv.reader([merged.read_text().splitlines()[0]]))) == results.CSV_COLUMNS
-    df = results.read_rows(merged)
+    assert list(next(csv.reader([merged.read_text().splitlines()[0]]))) == store.CSV_COLUMNS
+    df = store.read_rows(merged)
     assert sorted(df["name"]) == sorted(MODELS)
     assert "ok_mlp" in out and "merged 3 row(s)" in err
 
 
 def test_merged_rows_come_in_the_order_of_a_single_run(sharded):
     paths, _, _ = sharded
-    merged = results.read_rows(paths["merged"])
+    merged = store.read_rows(paths["merged"])
     # A single run runs its models sorted by name; the shards interleave them.
     assert list(merged["name"]) == sorted(MODELS)
-    assert list(results.read_rows(paths["shard0"])["name"]) == ["ok_mlp", "raise_on_load"]
+    assert list(store.read_rows(paths["shard0"])["name"]) == ["ok_mlp", "raise_on_load"]
     statuses = dict(zip(merged["name"], merged["status"]))
     assert statuses == {"ok_mlp": "pass", "ok_tiny": "pass", "raise_on_load": "model_fail_to_load"}
 
 
 def test_samples_are_merged(sharded):
     paths, _, _ = sharded
-    lines = {k: results.samples_path(paths[k]).read_text().splitlines() for k in paths}
+    lines = {k: store.samples_path(paths[k]).read_text().splitlines() for k in paths}
     assert sorted(lines["merged"]) == sorted(lines["shard0"] + lines["shard1"])
-    records = results.read_samples(results.samples_path(paths["merged"]))
+    records = store.read_samples(store.samples_path(paths["merged"]))
     pairs = sorted((r["name"], r["backend"], r["role"]) for r in records)
     assert pairs == [(m, "eager", role) for m in ("ok_mlp", "ok_tiny") for role in ("backend", "baseline")]
 
@@ -122,7 +122,7 @@ def _form(md: str) -> dict:
 
 def test_report_has_the_form_of_a_single_runs(sharded):
     paths, _, _ = sharded
-    merged, single = (_form(results.markdown_path(paths[k]).read_text())
+    merged, single = (_form(store.markdown_path(paths[k]).read_text())
                       for k in ("merged", "shard0"))
     assert merged.pop("models") == [*MODELS, "geomean"]
     assert single.pop("models") == ["ok_mlp", "raise_on_load", "geomean"]
@@ -143,10 +143,10 @@ def row(name, backend="eager", **extra):
 
 def shard(path: Path, *rows: dict, samples: bool = True) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    results.append_rows(path, list(rows))
+    store.append_rows(path, list(rows))
     if samples:
-        results.append_samples(results.samples_path(path), [
-            results.sample_record(r["name"], r["backend"], role, [0.002, 0.0021])
+        store.append_samples(store.samples_path(path), [
+            store.sample_record(r["name"], r["backend"], role, [0.002, 0.0021])
             for r in rows for role in ("baseline", "backend")])
     return path
 
@@ -178,11 +178,11 @@ def test_merge_in_process(two, tmp_path, capsys):
     out = tmp_path / "out" / "all.csv"
     code, _, err = run_merge(capsys, out, *two)
     assert code == 0, err
-    df = results.read_rows(out)
+    df = store.read_rows(out)
     assert list(zip(df["name"], df["backend"])) == [
         ("alpha", "eager"), ("beta", "eager"), ("beta", "other"), ("gamma", "eager")]
-    assert len(results.read_samples(results.samples_path(out))) == 8
-    assert results.markdown_path(out).read_text().startswith("# Speedup over baseline: all (")
+    assert len(store.read_samples(store.samples_path(out))) == 8
+    assert store.markdown_path(out).read_text().startswith("# Speedup over baseline: all (")
 
 
 def test_duplicates_are_an_error_naming_them(two, tmp_path, capsys):
@@ -190,19 +190,19 @@ def test_duplicates_are_an_error_naming_them(two, tmp_path, capsys):
     again = tmp_path / "again" / "run.csv"
     again.parent.mkdir()
     shutil.copy(a, again)
-    shutil.copy(results.samples_path(a), results.samples_path(again))
+    shutil.copy(store.samples_path(a), store.samples_path(again))
     out = tmp_path / "out.csv"
     code, _, err = run_merge(capsys, out, *two, again)
     assert_one_line_error(code, err, "2 result(s) in more than one input", "alpha/eager",
                           "gamma/eager", a, again)
-    assert not out.exists() and not results.samples_path(out).exists()
+    assert not out.exists() and not store.samples_path(out).exists()
 
 
 def test_a_rerun_within_one_input_is_kept(tmp_path, capsys):
     a = shard(tmp_path / "a.csv", row("alpha", status="fail_to_run"), row("alpha"))
     out = tmp_path / "out.csv"
     assert run_merge(capsys, out, a)[0] == 0
-    assert list(results.read_rows(out)["status"]) == ["fail_to_run", "pass"]  # the report reads the last
+    assert list(store.read_rows(out)["status"]) == ["fail_to_run", "pass"]  # the report reads the last
 
 
 def test_refuses_to_overwrite_without_the_flag(two, tmp_path, capsys):
@@ -211,23 +211,23 @@ def test_refuses_to_overwrite_without_the_flag(two, tmp_path, capsys):
     code, _, err = run_merge(capsys, out, *two)
     assert_one_line_error(code, err, out, "exists", "--overwrite")
     assert out.read_text() == "keep me\n"
-    assert not results.samples_path(out).exists()
+    assert not store.samples_path(out).exists()
     code, _, err = run_merge(capsys, out, *two, "--overwrite")
     assert code == 0, err
-    assert len(results.read_rows(out)) == 4
+    assert len(store.read_rows(out)) == 4
 
 
 def test_refuses_an_existing_samples_file_too(two, tmp_path, capsys):
     out = tmp_path / "out.csv"
-    results.samples_path(out).write_text("{}\n")
+    store.samples_path(out).write_text("{}\n")
     code, _, err = run_merge(capsys, out, *two)
-    assert_one_line_error(code, err, results.samples_path(out), "--overwrite")
+    assert_one_line_error(code, err, store.samples_path(out), "--overwrite")
 
 
 def test_accuracy_and_performance_runs_are_not_merged(tmp_path, capsys):
     def verdict_shard(path, *rows):  # an accuracy run times nothing: no samples
         shard(path, *rows, samples=False)
-        results.append_samples(results.samples_path(path), [])
+        store.append_samples(store.samples_path(path), [])
         return path
 
     speedups = shard(tmp_path / "perf" / "run.csv", row("alpha"))
@@ -235,13 +235,13 @@ def test_accuracy_and_performance_runs_are_not_merged(tmp_path, capsys):
     out = tmp_path / "out.csv"
     code, _, err = run_merge(capsys, out, speedups, verdicts)
     assert_one_line_error(code, err, verdicts, "--accuracy", speedups, "--performance")
-    assert not out.exists() and not results.samples_path(out).exists()
+    assert not out.exists() and not store.samples_path(out).exists()
     # Verdicts only (a failed row holds neither) merge.
     failed = verdict_shard(tmp_path / "failed" / "run.csv",
                            row("gamma", speedup=None, status="crashed", accuracy="crashed"))
     code, _, err = run_merge(capsys, out, verdicts, failed)
     assert code == 0, err
-    assert list(results.read_rows(out)["accuracy"]) == ["pass", "crashed"]
+    assert list(store.read_rows(out)["accuracy"]) == ["pass", "crashed"]
 
 
 def test_overlapping_runs_of_two_modes_get_the_modes_message(tmp_path, capsys):
@@ -250,7 +250,7 @@ def test_overlapping_runs_of_two_modes_get_the_modes_message(tmp_path, capsys):
     speedups = shard(tmp_path / "perf" / "run.csv", row("alpha"))
     verdicts = shard(tmp_path / "acc" / "run.csv", row("alpha", speedup=None, accuracy="pass"),
                      samples=False)
-    results.append_samples(results.samples_path(verdicts), [])
+    store.append_samples(store.samples_path(verdicts), [])
     out = tmp_path / "out.csv"
     code, _, err = run_merge(capsys, out, speedups, verdicts)
     assert_one_line_error(code, err, verdicts, "--accuracy", speedups, "--performance")
@@ -261,16 +261,16 @@ def test_overlapping_runs_of_two_modes_get_the_modes_message(tmp_path, capsys):
 def test_empty_shards_merge(tmp_path, capsys):
     # What a shard with no models (more partitions than models) leaves.
     empty = tmp_path / "empty.csv"
-    results.append_rows(empty, [])
-    results.append_samples(results.samples_path(empty), [])
+    store.append_rows(empty, [])
+    store.append_samples(store.samples_path(empty), [])
     full = shard(tmp_path / "full" / "run.csv", row("alpha"))
     out = tmp_path / "out.csv"
     assert run_merge(capsys, out, empty, full)[0] == 0
-    assert list(results.read_rows(out)["name"]) == ["alpha"]
+    assert list(store.read_rows(out)["name"]) == ["alpha"]
     out2 = tmp_path / "out2.csv"
     assert run_merge(capsys, out2, empty)[0] == 0
-    assert results.read_rows(out2).empty
-    assert "_No results._" in results.markdown_path(out2).read_text()
+    assert store.read_rows(out2).empty
+    assert "_No store._" in store.markdown_path(out2).read_text()
 
 
 def test_missing_samples_file_is_a_warning(tmp_path, capsys):
@@ -278,8 +278,8 @@ def test_missing_samples_file_is_a_warning(tmp_path, capsys):
     out = tmp_path / "out.csv"
     code, _, err = run_merge(capsys, out, a)
     assert code == 0
-    assert "warning" in err and str(results.samples_path(a)) in err
-    assert results.read_samples(results.samples_path(out)) == []
+    assert "warning" in err and str(store.samples_path(a)) in err
+    assert store.read_samples(store.samples_path(out)) == []
 
 
 def test_torn_last_line_is_dropped_with_a_warning(tmp_path, capsys):
@@ -290,11 +290,11 @@ def test_torn_last_line_is_dropped_with_a_warning(tmp_path, capsys):
     code, _, err = run_merge(capsys, out, a)
     assert code == 0
     assert "truncated last line" in err
-    assert list(results.read_rows(out)["name"]) == ["alpha"]
+    assert list(store.read_rows(out)["name"]) == ["alpha"]
 
 
 def test_older_file_without_optional_columns(tmp_path, capsys):
-    required = [c.name for c in results.COLUMNS if c.required]
+    required = [c.name for c in store.COLUMNS if c.required]
     old = tmp_path / "old.csv"
     values = {**{c: "" for c in required}, "dev": "cpu", "name": "alpha", "batch_size": "1",
               "backend": "eager", "baseline": "eager", "status": "pass", "speedup": "1.5",
@@ -302,18 +302,18 @@ def test_older_file_without_optional_columns(tmp_path, capsys):
     old.write_text(",".join(required) + "\n" + ",".join(values[c] for c in required) + "\n")
     out = tmp_path / "out.csv"
     assert run_merge(capsys, out, old)[0] == 0
-    df = results.read_rows(out)
+    df = store.read_rows(out)
     assert df.loc[0, "speedup"] == 1.5 and pd.isna(df.loc[0, "error"])
-    assert out.read_text().splitlines()[0].split(",") == results.CSV_COLUMNS
+    assert out.read_text().splitlines()[0].split(",") == store.CSV_COLUMNS
 
 
 def test_bad_samples_line_is_an_error(tmp_path, capsys):
     a = shard(tmp_path / "a.csv", row("alpha"))
-    with open(results.samples_path(a), "a") as f:
+    with open(store.samples_path(a), "a") as f:
         f.write("{not json\n")
     out = tmp_path / "out.csv"
     code, _, err = run_merge(capsys, out, a)
-    assert_one_line_error(code, err, f"{results.samples_path(a)}:3", "invalid JSON")
+    assert_one_line_error(code, err, f"{store.samples_path(a)}:3", "invalid JSON")
     assert not out.exists()
 
 
@@ -364,4 +364,4 @@ def test_dispatched_by_the_cli(two, tmp_path, capsys):
     from benchmarks import cli
 
     assert cli.main(["merge", str(tmp_path / "out.csv"), *map(str, two)]) == 0
-    assert len(results.read_rows(tmp_path / "out.csv")) == 4
+    assert len(store.read_rows(tmp_path / "out.csv")) == 4

@@ -7,12 +7,12 @@ import pytest
 import torch
 from torch.utils import _pytree as pytree
 
-from benchmarks import suite
+from benchmarks.run import suite
 from benchmarks.models import MODELS, SEED_MODELS
 from benchmarks.models.bert import BERTLM
 from benchmarks.models.science import SeawaterDensity
 from benchmarks.models.spec import Inputs
-from benchmarks.settings import load_settings
+from benchmarks.run.settings import load_settings
 
 ALL = sorted(MODELS)
 # The TorchBench names the built-in suite promises, besides the seed's ten.

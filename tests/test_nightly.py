@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from benchmarks import history, nightly, results
+from benchmarks.results import history, store
+from benchmarks import nightly
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
@@ -27,7 +28,7 @@ def place_run(src_csv, dst_csv):
     """Copy a run (CSV + samples) to ``dst_csv``."""
     dst_csv.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(src_csv, dst_csv)
-    shutil.copy(results.samples_path(src_csv), results.samples_path(dst_csv))
+    shutil.copy(store.samples_path(src_csv), store.samples_path(dst_csv))
     return dst_csv
 
 
@@ -38,7 +39,7 @@ def split_into_shards(src_csv, folder, shards=2):
     rows = list(reader)
     names = sorted({r["name"] for r in rows})
     owner = {name: i % shards for i, name in enumerate(names)}
-    records = [json.loads(line) for line in results.samples_path(src_csv).read_text().splitlines()]
+    records = [json.loads(line) for line in store.samples_path(src_csv).read_text().splitlines()]
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for shard in range(shards):
@@ -48,7 +49,7 @@ def split_into_shards(src_csv, folder, shards=2):
         writer.writeheader()
         writer.writerows(r for r in rows if owner[r["name"]] == shard)
         path.write_text(out.getvalue())
-        results.samples_path(path).write_text(
+        store.samples_path(path).write_text(
             "".join(json.dumps(r) + "\n" for r in records if owner[r["name"]] == shard))
         paths.append(path)
     return paths
@@ -132,14 +133,14 @@ def test_shard_bad_input_is_exit_2(tmp_path, capsys, argv, message):
 def test_merge_joins_the_shards(tmp_path):
     shards = split_into_shards(FIXTURES / "new.csv", tmp_path / "2026-01-02" / "shards")
     # A run also writes a graph-break CSV beside its CSV: not a shard of its own.
-    columns = ",".join(results.GRAPH_BREAK_COLUMNS)
-    results.graph_breaks_path(shards[0]).write_text(columns + "\n")
+    columns = ",".join(store.GRAPH_BREAK_COLUMNS)
+    store.graph_breaks_path(shards[0]).write_text(columns + "\n")
     assert nightly.main(["merge", "--root", str(tmp_path), "--date", "2026-01-02"]) == 0
-    merged = results.read_rows(tmp_path / "2026-01-02" / "performance.csv")
-    expected = results.read_rows(FIXTURES / "new.csv")
+    merged = store.read_rows(tmp_path / "2026-01-02" / "performance.csv")
+    expected = store.read_rows(FIXTURES / "new.csv")
     assert sorted(zip(merged["name"], merged["backend"])) == sorted(zip(expected["name"], expected["backend"]))
-    assert len(results.read_samples(tmp_path / "2026-01-02" / "performance.jsonl")) == len(
-        results.read_samples(FIXTURES / "new.jsonl"))
+    assert len(store.read_samples(tmp_path / "2026-01-02" / "performance.jsonl")) == len(
+        store.read_samples(FIXTURES / "new.jsonl"))
     # Merging again (a re-run job) replaces the earlier merge.
     assert nightly.main(["merge", "--root", str(tmp_path), "--date", "2026-01-02"]) == 0
 

@@ -25,7 +25,7 @@ from gha_runner import JobRecord, Run, branch_files, push_night
 from gha_workspace import make_origin, needs_root
 from test_nightly import split_into_shards
 
-from benchmarks import results
+from benchmarks.results import store
 
 ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = ROOT / ".github" / "workflows" / "nightly.yml"
@@ -145,7 +145,7 @@ def test_two_nights_from_scratch(tmp_path, origin):
             "plan": "success", "shard": "success", "merge": "success", "publish": "success",
             "pages": "success"}, explain
         shard_csv = run.artifacts / "shard-0" / "shard-0.csv"
-        rows = results.read_rows(shard_csv)
+        rows = store.read_rows(shard_csv)
         assert set(rows["name"]) == {"lennard_jones"} and set(rows["status"]) == {"pass"}, explain
         assert len(set(rows["commit"])) == 1 and len(rows["commit"].iloc[0]) == 40  # read as root
         gate_log = run.jobs["merge"].step("Gate against the previous night").log

@@ -1,8 +1,8 @@
-"""``python -m benchmarks.overhead --first-calls-only``: first calls of ours
+"""``python -m benchmarks.tools.overhead --first-calls-only``: first calls of ours
 and openxla_eval in fresh interpreters, per model, with medians and ratios."""
 import pytest
 
-from benchmarks import overhead
+from benchmarks.tools import overhead
 
 
 def _tries(seconds, compiles=1, runs=1):

@@ -1,4 +1,4 @@
-"""Tests of benchmarks.plots: each chart is written as a valid, non-empty PNG."""
+"""Tests of benchmarks.results.plots: each chart is written as a valid, non-empty PNG."""
 from pathlib import Path
 
 import matplotlib.image
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks import compare, plots, results
+from benchmarks.results import compare, plots, store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compare"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -21,21 +21,21 @@ def _assert_png(path: Path) -> None:
 
 
 def test_plot_speedups_writes_png(tmp_path):
-    df = results.read_rows(FIXTURES / "new.csv")  # two backends, two failures
+    df = store.read_rows(FIXTURES / "new.csv")  # two backends, two failures
     written = plots.plot_speedups(df, tmp_path / "speedups.png")
     assert written == tmp_path / "speedups.png"
     _assert_png(written)
 
 
 def test_plot_speedups_without_passing_rows(tmp_path):
-    df = results.read_rows(FIXTURES / "new.csv")
+    df = store.read_rows(FIXTURES / "new.csv")
     only_failures = df[df["status"] != "pass"]
     _assert_png(plots.plot_speedups(only_failures, tmp_path / "failures.png"))
-    _assert_png(plots.plot_speedups(results.empty_frame(), tmp_path / "empty.png"))
+    _assert_png(plots.plot_speedups(store.empty_frame(), tmp_path / "empty.png"))
 
 
 def test_plot_speedups_missing_ci_and_legacy_status(tmp_path):
-    df = results.read_rows(FIXTURES / "new.csv")
+    df = store.read_rows(FIXTURES / "new.csv")
     df.loc[:, ["speedup_ci_low", "speedup_ci_high"]] = np.nan
     df.loc[df["status"] == "pass", "status"] = pd.NA  # PyTorch-harness style: no status column values
     _assert_png(plots.plot_speedups(df, tmp_path / "legacy.png"))

@@ -1,9 +1,9 @@
-"""Tests of benchmarks.probes: how a graph break is described."""
+"""Tests of benchmarks.run.probes: how a graph break is described."""
 from types import SimpleNamespace
 
 from torch._dynamo.exc import format_graph_break_message
 
-from benchmarks import probes
+from benchmarks.run import probes
 
 
 def _reason(gb_type, context, explanation="", hints=()):

@@ -51,7 +51,8 @@ def test_entry_points_are_installed():
 def test_one_list_of_our_backends():
     """xla_backends.BACKENDS is the list; setup.cfg's entry points, the
     harness's placement and its suggestions follow it."""
-    from benchmarks import cli, placement
+    from benchmarks import cli
+    from benchmarks.run import placement
 
     assert tuple(xla_backends.BACKENDS) == NAMES
     setup = ConfigParser()
@@ -71,7 +72,7 @@ def test_importing_the_probes_registers_nothing():
     out = _python("""
         import torch
         from torch._dynamo.backends import registry
-        import benchmarks.probes
+        import benchmarks.run.probes
         print("xla_backends" in __import__("sys").modules,
               any(n in registry._COMPILER_FNS for n in %r))
     """ % (NAMES,))

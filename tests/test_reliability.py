@@ -20,8 +20,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchmarks import results, worker
-from benchmarks.config import RunConfig
+from benchmarks.results import store
+from benchmarks.run import worker
+from benchmarks.run.config import RunConfig
 from conftest import FAULT_MODELS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,7 +110,7 @@ class Run:
         return self
 
     def rows(self) -> pd.DataFrame:
-        return results.read_rows(self.csv)
+        return store.read_rows(self.csv)
 
     def row(self, name: str, backend: str = "eager") -> pd.Series:
         df = self.rows()
@@ -214,12 +215,12 @@ def test_sigkill_leaves_whole_rows_and_resume_completes(runs, tmp_path):
     raw = first.csv.read_bytes()
     assert raw.endswith(b"\n")
     lines = list(csv.reader(raw.decode().splitlines()))
-    assert lines[0] == results.CSV_COLUMNS
-    assert all(len(line) == len(results.CSV_COLUMNS) for line in lines)
+    assert lines[0] == store.CSV_COLUMNS
+    assert all(len(line) == len(store.CSV_COLUMNS) for line in lines)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         done = first.rows()
-        results.read_samples(results.samples_path(first.csv))
+        store.read_samples(store.samples_path(first.csv))
     done_pairs = set(zip(done["name"], done["backend"]))
     assert done_pairs and done_pairs < expected, "killed too late to test anything"
     assert len(done) == len(done_pairs)
@@ -233,7 +234,7 @@ def test_sigkill_leaves_whole_rows_and_resume_completes(runs, tmp_path):
     finished = {m for m, _ in done_pairs if {(m, "eager"), (m, WRONG_BACKEND)} <= done_pairs}
     assert not finished & set(resumed.loaded())
     # Every passing row still has its samples beside it.
-    samples = results.read_samples(results.samples_path(resumed.csv))
+    samples = store.read_samples(store.samples_path(resumed.csv))
     assert {(s["name"], s["backend"]) for s in samples if s["role"] == "backend"} >= expected
 
 
@@ -281,7 +282,7 @@ def test_error_column_holds_the_first_line_only(faults):
 
 
 def test_samples_only_for_passing_rows(faults):
-    samples = results.read_samples(results.samples_path(faults.csv))
+    samples = store.read_samples(store.samples_path(faults.csv))
     pairs = sorted((s["name"], s["role"]) for s in samples)
     assert pairs == [("flood", "backend"), ("flood", "baseline"),
                      ("ok_mlp", "backend"), ("ok_mlp", "baseline")]
@@ -303,7 +304,7 @@ def section(md: str, heading: str) -> str:
 
 
 def test_report_lists_every_failure(faults):
-    md = results.markdown_path(faults.csv).read_text()
+    md = store.markdown_path(faults.csv).read_text()
     table = md.split("\n## ", 1)[0]
     failures = section(md, "Failures")
     for model, (status, _) in FAULTS.items():
@@ -358,5 +359,5 @@ def test_accuracy_passes_correct_backends_and_fails_a_wrong_one(runs):
     assert (wrong["status"], wrong["accuracy"]) == ("fail_accuracy", "fail_accuracy")
     assert wrong["max_error"] > 1e-2  # outputs off by half their size
     assert "max abs error" in wrong["error"]
-    failures = section(results.markdown_path(run.csv).read_text(), "Failures")
+    failures = section(store.markdown_path(run.csv).read_text(), "Failures")
     assert f"| ok_mlp | {WRONG_BACKEND} | fail_accuracy |" in " ".join(failures.split())

@@ -1,4 +1,4 @@
-"""Tests of benchmarks.report: golden files for the renderers, units for the table.
+"""Tests of benchmarks.results.report: golden files for the renderers, units for the table.
 
 Regenerate the golden files after an intended change with
 ``UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_report.py`` and review
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks import report, results
+from benchmarks.results import report, store
 
 GOLDEN = Path(__file__).parent / "golden"
 TITLE = "Speedup over baseline"
@@ -19,9 +19,9 @@ NAN = np.nan
 
 
 def _frame(rows):
-    """A DataFrame shaped like ``results.read_rows`` output."""
-    df = pd.DataFrame([{**dict.fromkeys(results.CSV_COLUMNS, NAN), **r} for r in rows], columns=results.CSV_COLUMNS)
-    return df.astype({c.name: c.dtype for c in results.COLUMNS})
+    """A DataFrame shaped like ``store.read_rows`` output."""
+    df = pd.DataFrame([{**dict.fromkeys(store.CSV_COLUMNS, NAN), **r} for r in rows], columns=store.CSV_COLUMNS)
+    return df.astype({c.name: c.dtype for c in store.COLUMNS})
 
 
 def _row(name, backend, speedup, low, high, status="pass", batch_size=8, **settings):
@@ -62,7 +62,7 @@ def test_console_matches_golden():
 
 def test_write_markdown_renders_stored_csv(tmp_path):
     csv_path = tmp_path / "run.csv"
-    results.append_rows(csv_path, [{k: v for k, v in r.items() if k != "schema_version"} for r in SAMPLE_ROWS])
+    store.append_rows(csv_path, [{k: v for k, v in r.items() if k != "schema_version"} for r in SAMPLE_ROWS])
     written = report.write_markdown(csv_path, title=TITLE)
     assert written == tmp_path / "run.md"
     assert written.read_text() == (GOLDEN / "report.md").read_text()
@@ -71,7 +71,7 @@ def test_write_markdown_renders_stored_csv(tmp_path):
 
 def test_write_markdown_default_title_names_the_run(tmp_path):
     csv_path = tmp_path / "nightly.csv"
-    results.append_rows(csv_path, [SAMPLE_ROWS[0]])
+    store.append_rows(csv_path, [SAMPLE_ROWS[0]])
     text = report.write_markdown(csv_path).read_text()
     assert text.startswith("# Speedup over baseline: nightly (inference, fp32, cpu, xla baseline)\n")
 
@@ -118,7 +118,7 @@ def test_markdown_without_failures_has_no_failures_section():
 
 
 def test_empty_results_render():
-    empty = results.empty_frame()
+    empty = store.empty_frame()
     assert "No results" in report.render_markdown(empty)
     assert report.render_console(empty) == "No results.\n"
 
@@ -152,14 +152,14 @@ def test_accuracy_rows_show_their_verdict():
 def test_title_and_caption_say_what_was_measured(tmp_path):
     rows = [_row("m", "a", 1.5, NAN, NAN, dtype="bf16", mode="training", dynamic="dynamic")]
     csv_path = tmp_path / "run.csv"
-    results.append_rows(csv_path, rows)
+    store.append_rows(csv_path, rows)
     text = report.write_markdown(csv_path).read_text()
     assert text.startswith("# Speedup over baseline: run (training, bf16, dynamic shapes, cpu, xla baseline)\n")
     assert "Training, bf16, dynamic shapes, on cpu, xla baseline (the model run lazily on the XLA device)." in text
 
 
 def test_version_1_rows_say_their_mode_was_not_recorded():
-    df = results.read_rows(Path(__file__).parent / "fixtures" / "v1" / "run.csv")
+    df = store.read_rows(Path(__file__).parent / "fixtures" / "v1" / "run.csv")
     assert report.caption(df) == ("Mode not recorded, fp32, static shapes, on cpu, "
                                   "xla baseline (the model run lazily on the XLA device)")
 
@@ -206,13 +206,13 @@ def test_memory_table_and_per_shape_compiles():
 
 def test_graph_breaks_are_counted_per_model_and_linked(tmp_path):
     csv_path = tmp_path / "run.csv"
-    results.append_rows(csv_path, [SAMPLE_ROWS[0]])
-    results.append_graph_breaks(csv_path, [])
+    store.append_rows(csv_path, [SAMPLE_ROWS[0]])
+    store.append_graph_breaks(csv_path, [])
     assert "Dynamo broke no graph ([run_graph_breaks.csv](run_graph_breaks.csv))" in \
         report.write_markdown(csv_path).read_text()
     brk = dict(name="alexnet", backend="torchxla_trivial", mode="inference", dtype="fp32", dynamic="static",
                reason="Failed to trace builtin operator: print | pipe", user_frame="m.py:3 in forward")
-    results.append_graph_breaks(csv_path, [brk, dict(brk, backend="eager"),
+    store.append_graph_breaks(csv_path, [brk, dict(brk, backend="eager"),
                                            dict(brk, user_frame="m.py:9 in forward")])
     md = report.write_markdown(csv_path).read_text()
     assert "[run_graph_breaks.csv](run_graph_breaks.csv)" in md
@@ -232,30 +232,30 @@ def test_an_accuracy_run_is_reported_as_verdicts_with_error_and_tolerance(tmp_pa
                           error="max error 0.071 > tolerance 0.01"),
             _accuracy_row("alexnet", "openxla_eval", "pass", 3e-6)]
     csv_path = tmp_path / "accuracy.csv"
-    results.append_rows(csv_path, rows)
+    store.append_rows(csv_path, rows)
     console = report.finish(csv_path)
-    md = results.markdown_path(csv_path).read_text()
+    md = store.markdown_path(csv_path).read_text()
     assert md.startswith("# Accuracy against baseline: accuracy (inference")
     assert "Speedup" not in md and "geomean" not in md
-    assert not results.plot_path(csv_path).exists()  # verdicts are not bars
-    headers, body = report.accuracy_table(results.read_rows(csv_path))
+    assert not store.plot_path(csv_path).exists()  # verdicts are not bars
+    headers, body = report.accuracy_table(store.read_rows(csv_path))
     assert headers[3:6] == ["verdict", "max error", "tolerance"]
     assert body[1][:6] == ["hf_Longformer", "8", "torchxla_trace_once", "fail_accuracy", "0.0710", "0.0100"]
-    _, summary = report.accuracy_summary(results.read_rows(csv_path))
+    _, summary = report.accuracy_summary(store.read_rows(csv_path))
     assert summary == [["torchxla_trace_once", "1 of 2", "1", "0"], ["openxla_eval", "1 of 1", "0", "0"]]
     assert "fail_accuracy" in console and "0.071" in console and "geomean" not in console
 
 
 def test_failures_show_their_reason_and_kept_log(tmp_path):
     csv_path = tmp_path / "run.csv"
-    results.append_rows(csv_path, SAMPLE_ROWS)
-    log = results.logs_path(csv_path) / "resnet18.log"
+    store.append_rows(csv_path, SAMPLE_ROWS)
+    log = store.logs_path(csv_path) / "resnet18.log"
     log.parent.mkdir()
     log.write_text("Traceback ...\nRuntimeError: no lowering for aten::foo\n")
     console = report.finish(csv_path)
     line = "failed: resnet18 / torchxla_trivial: fail_to_run: RuntimeError: no lowering for aten::foo"
     assert f"{line} (log: {log})" in console
-    md = results.markdown_path(csv_path).read_text()
+    md = store.markdown_path(csv_path).read_text()
     failures = md.split("## Failures")[1]
     assert "RuntimeError: no lowering for aten::foo" in failures and str(log) in failures
 
@@ -384,12 +384,12 @@ def test_an_accuracy_run_lists_no_chart_it_will_not_draw(tmp_path, capsys):
     from benchmarks import cli
 
     out = tmp_path / "acc.csv"
-    assert results.plot_path(out) not in report.report_files(out, accuracy=True)
-    assert results.plot_path(out) in report.report_files(out, accuracy=False)
+    assert store.plot_path(out) not in report.report_files(out, accuracy=True)
+    assert store.plot_path(out) in report.report_files(out, accuracy=False)
     assert cli.main(["--accuracy", "--only", "resnet18", "--backend", "eager", "--output", str(out),
                      "--dry-run"]) == 0
     plan = capsys.readouterr().out
-    assert str(results.markdown_path(out)) in plan and ".png" not in plan
+    assert str(store.markdown_path(out)) in plan and ".png" not in plan
 
 
 def test_the_memory_note_describes_only_the_columns_the_table_has():
@@ -416,13 +416,13 @@ def test_persistent_cache_counters_show_only_when_the_cache_counted():
 
 def test_an_accuracy_title_says_dynamic_shapes(tmp_path):
     csv_path = tmp_path / "acc.csv"
-    results.append_rows(csv_path, [_accuracy_row("m", "b", "pass", 0.0, dynamic="dynamic")])
+    store.append_rows(csv_path, [_accuracy_row("m", "b", "pass", 0.0, dynamic="dynamic")])
     text = report.write_markdown(csv_path).read_text()
     assert text.startswith("# Accuracy against baseline: acc (inference, fp32, dynamic shapes, cpu, xla baseline)\n")
 
 
 def test_standalone_tables_format_numbers_as_the_report_does():
-    from benchmarks import overhead
+    from benchmarks.tools import overhead
 
     text = report.render_table(["model", "ms", "runs"], [["a", 1234.5, 3], ["bb", None, 12]], missing="-")
     assert [line.split() for line in text.splitlines()[2:]] == [["a", "1234", "3"], ["bb", "-", "12"]]

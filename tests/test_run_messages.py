@@ -6,7 +6,9 @@ import textwrap
 
 import pytest
 
-from benchmarks import cli, orchestrate, results
+from benchmarks import cli
+from benchmarks.run import orchestrate
+from benchmarks.results import store
 from conftest import TINY_CONFIGS
 
 
@@ -47,7 +49,7 @@ def test_dry_run_says_what_would_run_and_writes_nothing(tmp_path, capsys):
     assert code == 0, err
     assert "2 model(s) x 2 backend(s)" in out
     for text in ("resnet18", "resnet50", "torchxla_trace_once, openxla_eval", str(out_csv),
-                 str(results.samples_path(out_csv)), str(results.plot_path(out_csv))):
+                 str(store.samples_path(out_csv)), str(store.plot_path(out_csv))):
         assert text in out, out
     assert [line.split()[:2] for line in out.splitlines() if line.startswith("resnet")] == \
         [["resnet18", "4"], ["resnet50", "4"]]
@@ -82,7 +84,7 @@ def test_wrote_names_every_file_and_resume_with_nothing_left_says_so(tmp_path, f
     code, _, err = run(args, capsys)
     assert code == 0, err
     wrote = err.strip().splitlines()[-1]
-    for path in results.files_beside(out_csv):
+    for path in store.files_beside(out_csv):
         assert path.exists() and str(path) in wrote, wrote
     assert err.count(" done") == 1  # the progress bar's last line, once
     code, console, err = run([*args, "--resume"], capsys)
@@ -103,9 +105,9 @@ def test_ctrl_c_keeps_the_report_of_the_rows_written(tmp_path, fast, capsys, mon
     monkeypatch.setattr(orchestrate, "run_one", interrupted_at_the_second_model)
     code, _, err = run([*fast, "-k", "^(ok_mlp|slow_1)$", "--no-isolate", "--output", str(out_csv)], capsys)
     assert code == 130 and "interrupted" in err
-    assert results.read_rows(out_csv)["name"].tolist() == ["ok_mlp"]
-    assert "ok_mlp" in results.markdown_path(out_csv).read_text()
-    assert results.plot_path(out_csv).exists()
+    assert store.read_rows(out_csv)["name"].tolist() == ["ok_mlp"]
+    assert "ok_mlp" in store.markdown_path(out_csv).read_text()
+    assert store.plot_path(out_csv).exists()
 
 
 def test_a_timed_out_workers_log_keeps_its_output_and_says_why(tmp_path, fast, capsys, monkeypatch):
@@ -119,7 +121,7 @@ def test_a_timed_out_workers_log_keeps_its_output_and_says_why(tmp_path, fast, c
     out_csv = tmp_path / "run.csv"
     code, console, err = run([*fast, "--only", "ok_mlp", "--timeout", "3", "--output", str(out_csv)], capsys)
     assert code == 0, err
-    log = results.logs_path(out_csv) / "ok_mlp.log"
+    log = store.logs_path(out_csv) / "ok_mlp.log"
     text = log.read_text()
     assert "worker: loading ok_mlp" in text and "timed out: no result after 3 s" in text
     assert f"failed: ok_mlp / eager: timeout: no result after 3 s (log: {log})" in console
@@ -136,8 +138,8 @@ def test_configs_are_read_once_when_the_run_starts(tmp_path, fast, capsys):
     assert cli.make_config(cli.build_parser().parse_args(
         [*fast, "--only", "ok_mlp", "--output", str(tmp_path / "other.csv")])).settings() \
         .for_model("ok_mlp").batch_size("cpu", False) == 3  # a new run reads the new file
-    from benchmarks import rows
-    from benchmarks.config import RunConfig
+    from benchmarks.run import rows
+    from benchmarks.run.config import RunConfig
 
     in_worker = RunConfig.from_json(config.to_json())  # what the worker's job holds
     assert not in_worker.settings().lists("ok_mlp")

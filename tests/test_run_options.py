@@ -6,7 +6,7 @@ import os
 import pytest
 
 from benchmarks import cli
-from benchmarks.config import RunConfig
+from benchmarks.run.config import RunConfig
 
 
 def config(*argv: str) -> RunConfig:

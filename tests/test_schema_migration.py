@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import compare, merge, results
+from benchmarks.results import compare, merge, store
 
 V1 = Path(__file__).parent / "fixtures" / "v1"
 
@@ -22,18 +22,18 @@ def v1_run(tmp_path):
 def test_the_fixture_is_version_1():
     header = (V1 / "run.csv").read_text().splitlines()[0].split(",")
     assert "dtype" not in header and "mode" not in header and header[12] == "schema_version"
-    assert set(results.read_rows(V1 / "run.csv")["schema_version"]) == {1}
-    assert {r["schema_version"] for r in results.read_samples(V1 / "run.jsonl")} == {1}
+    assert set(store.read_rows(V1 / "run.csv")["schema_version"]) == {1}
+    assert {r["schema_version"] for r in store.read_samples(V1 / "run.jsonl")} == {1}
 
 
 def test_version_1_rows_read_with_what_version_1_could_run():
-    df = results.read_rows(V1 / "run.csv")
-    assert list(df.columns) == results.CSV_COLUMNS
+    df = store.read_rows(V1 / "run.csv")
+    assert list(df.columns) == store.CSV_COLUMNS
     assert set(df["dtype"]) == {"fp32"} and set(df["dynamic"]) == {"static"}
     assert df["mode"].isna().all() and df["suite"].isna().all()  # not recorded: unknown
     assert df["speedup"].notna().all() and set(df["status"]) == {"pass"}
-    key = results.experiment_key(df.iloc[0])
-    assert key == results.ExperimentKey(None, "ok_mlp", "torchxla_trace_once", "xla", "cpu", 1,
+    key = store.experiment_key(df.iloc[0])
+    assert key == store.ExperimentKey(None, "ok_mlp", "torchxla_trace_once", "xla", "cpu", 1,
                                         None, "fp32", "static")
 
 
@@ -67,7 +67,7 @@ def test_version_1_shards_merge(v1_run, tmp_path):
     out = tmp_path / "merged.csv"
     n_rows, n_samples, _ = merge.run(out, _split(v1_run, tmp_path))
     assert (n_rows, n_samples) == (4, 8)
-    merged = results.read_rows(out)
+    merged = store.read_rows(out)
     assert set(merged["schema_version"]) == {1} and set(merged["dtype"]) == {"fp32"}
     # The merge compares with the original run as the same experiments.
     marks = {row.mark for row in compare.compare(v1_run, out).rows}
@@ -86,11 +86,11 @@ def _v2_run(path, **settings):
                speedup=2.0, abs_latency=1.0, baseline_latency=2.0, status="pass", suite="torchbench",
                mode="inference", dtype="fp32", dynamic="static")
     row.update(settings)
-    results.append_rows(path, [row])
-    key = {c: row[c] for c in results.SETTING_COLUMNS}
-    results.append_samples(results.samples_path(path), [
-        results.sample_record("ok_mlp", "eager", "baseline", [0.002] * 6, 0.1, **key),
-        results.sample_record("ok_mlp", "eager", "backend", [0.001] * 6, 0.1, **key),
+    store.append_rows(path, [row])
+    key = {c: row[c] for c in store.SETTING_COLUMNS}
+    store.append_samples(store.samples_path(path), [
+        store.sample_record("ok_mlp", "eager", "baseline", [0.002] * 6, 0.1, **key),
+        store.sample_record("ok_mlp", "eager", "backend", [0.001] * 6, 0.1, **key),
     ])
     return path
 

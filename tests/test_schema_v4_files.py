@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import compare, merge, results
+from benchmarks.results import compare, merge, store
 
 V4 = Path(__file__).parent / "fixtures" / "v4"
 
@@ -22,20 +22,20 @@ def v4_run(tmp_path):
 def test_the_fixture_is_version_4():
     header = (V4 / "run.csv").read_text().splitlines()[0].split(",")
     assert "tolerance" in header and "cpu_model" not in header
-    assert set(results.read_rows(V4 / "run.csv")["schema_version"]) == {4}
+    assert set(store.read_rows(V4 / "run.csv")["schema_version"]) == {4}
 
 
 def test_version_4_rows_read_with_the_cpu_empty():
-    df = results.read_rows(V4 / "run.csv")
-    assert list(df.columns) == results.CSV_COLUMNS
+    df = store.read_rows(V4 / "run.csv")
+    assert list(df.columns) == store.CSV_COLUMNS
     assert df["cpu_model"].isna().all() and df["cpu_count"].isna().all()
     assert set(df["status"]) == {"pass"}
 
 
 def test_version_4_run_compares_with_a_version_5_copy_without_a_cpu_note(v4_run, tmp_path):
-    rows = results.read_rows(v4_run).drop(columns=["schema_version"]).to_dict("records")
+    rows = store.read_rows(v4_run).drop(columns=["schema_version"]).to_dict("records")
     new = tmp_path / "new" / "run.csv"
-    results.append_rows(new, [{**row, "cpu_model": "Some CPU", "cpu_count": 4} for row in rows])
+    store.append_rows(new, [{**row, "cpu_model": "Some CPU", "cpu_count": 4} for row in rows])
     shutil.copy(v4_run.with_suffix(".jsonl"), new.with_suffix(".jsonl"))
     comparison = compare.compare(v4_run, new)
     assert {row.mark for row in comparison.rows} == {compare.NO_CHANGE}
@@ -47,4 +47,4 @@ def test_version_4_merges(v4_run, tmp_path):
     out = tmp_path / "merged.csv"
     n_rows, n_samples, _ = merge.run(out, [v4_run])
     assert (n_rows, n_samples) == (4, 8)
-    assert set(results.read_rows(out)["schema_version"]) == {4}
+    assert set(store.read_rows(out)["schema_version"]) == {4}

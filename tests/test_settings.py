@@ -4,8 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks import suite
-from benchmarks.settings import DEFAULT_PATH, ConfigError, load_settings
+from benchmarks.run import suite
+from benchmarks.run.settings import DEFAULT_PATH, ConfigError, load_settings
 
 DEFAULTS = """\
 defaults:

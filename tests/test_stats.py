@@ -1,10 +1,10 @@
-"""Tests of benchmarks.stats against hand-computed numbers."""
+"""Tests of benchmarks.results.stats against hand-computed numbers."""
 import math
 
 import numpy as np
 import pytest
 
-from benchmarks import stats
+from benchmarks.results import stats
 
 NAN = float("nan")
 

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.step_split``: a training step timed lazily, cut
+"""``python -m benchmarks.tools.step_split``: a training step timed lazily, cut
 into the pieces AOT autograd makes, and compiled, side by side."""
 from types import SimpleNamespace
 
@@ -6,12 +6,12 @@ import pytest
 import torch
 from torch import nn
 
-from benchmarks import step_split
+from benchmarks.tools import step_split
 
 
 def _tiny(monkeypatch, module, x):
     bench = SimpleNamespace(module=module, example_inputs=lambda: SimpleNamespace(args=(x,)))
-    monkeypatch.setattr("benchmarks.suite.load", lambda name, batch_size: bench)
+    monkeypatch.setattr("benchmarks.run.suite.load", lambda name, batch_size: bench)
 
 
 def test_every_variant_trains_and_runs_the_graphs_its_cuts_make(monkeypatch, xla):

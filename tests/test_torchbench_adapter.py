@@ -9,8 +9,9 @@ import sys
 import pytest
 import torch
 
-from benchmarks import cli, suite, worker
-from benchmarks.config import RunConfig
+from benchmarks import cli
+from benchmarks.run import suite, worker
+from benchmarks.run.config import RunConfig
 from benchmarks.models.spec import Inputs
 from conftest import FAULT_MODELS
 
@@ -210,7 +211,7 @@ def test_a_package_without_the_interface_is_refused(tmp_path, monkeypatch):
 
 def test_a_worker_failing_at_exit_keeps_its_rows(torchbench, tmp_path, monkeypatch):
     # The rows were written before the exit handler failed: they stand.
-    from benchmarks import orchestrate
+    from benchmarks.run import orchestrate
 
     monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))  # for the worker process
     config = RunConfig(suite="torchbench", backends=("eager",), repeat=1, warmup=1,

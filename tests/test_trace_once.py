@@ -653,7 +653,7 @@ def test_launching_replaces_the_executables_launch_for_the_block_only(xla, bridg
 
 
 def _check_overhead_report(text: str, first_calls: bool) -> None:
-    from benchmarks import overhead
+    from benchmarks.tools import overhead
 
     lines = text.splitlines()
     for columns in (overhead.LATENCY_COLUMNS, overhead.OVERHEAD_COLUMNS):
@@ -674,7 +674,7 @@ def _check_overhead_report(text: str, first_calls: bool) -> None:
 
 
 def test_overhead_benchmark_smoke(capsys):
-    from benchmarks import overhead
+    from benchmarks.tools import overhead
 
     assert overhead.main(["--graphs", "tiny_mlp", "--quick", "--first-calls", "same-process"]) == 0
     _check_overhead_report(capsys.readouterr().out, first_calls=True)
@@ -686,7 +686,7 @@ def test_overhead_benchmark_first_calls_in_fresh_interpreters():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "benchmarks.overhead", "--graphs", "tiny_mlp", "--quick"],
+    done = subprocess.run([sys.executable, "-m", "benchmarks.tools.overhead", "--graphs", "tiny_mlp", "--quick"],
                           capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, PJRT_DEVICE="CPU"))
     assert done.returncode == 0, done.stderr[-3000:]

@@ -4,8 +4,8 @@ failures while building a runner, one-line error cells."""
 import pytest
 import torch
 
-from benchmarks import accuracy, placement, worker
-from benchmarks.config import RunConfig
+from benchmarks.run import accuracy, placement, worker
+from benchmarks.run.config import RunConfig
 from conftest import FAULT_MODELS, TINY_CONFIGS
 
 CONFIGS = TINY_CONFIGS + """models:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks import results
+from benchmarks.results import store
 from test_nightly import place_run, split_into_shards
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,7 +296,7 @@ def test_nightly_steps_on_fixtures(tmp_path):
     merged = make("nightly-merge", root, site, **env)
     assert merged.returncode == 0, merged.stderr
     tonight = root / "2026-01-02"
-    assert len(results.read_rows(tonight / "performance.csv")) == len(results.read_rows(FIXTURES / "new.csv"))
+    assert len(store.read_rows(tonight / "performance.csv")) == len(store.read_rows(FIXTURES / "new.csv"))
 
     gate = make("nightly-gate", root, site, **env)
     # The gate's own status 1 (a regression), which make reports as its Error 1.
@@ -345,10 +345,10 @@ def test_nightly_steps_on_two_models(tmp_path):
         done = make("nightly-shard", root, site, **env, NIGHTLY_SHARD=shard)
         assert done.returncode == 0, done.stderr[-2000:]
     tonight = root / "2026-01-02"
-    shard_models = [set(results.read_rows(tonight / "shards" / f"shard-{i}.csv")["name"]) for i in (0, 1)]
+    shard_models = [set(store.read_rows(tonight / "shards" / f"shard-{i}.csv")["name"]) for i in (0, 1)]
     assert shard_models == [{"lennard_jones"}, {"squeezenet1_1"}]
     assert make("nightly-merge", root, site, **env).returncode == 0
-    merged = results.read_rows(tonight / "performance.csv")
+    merged = store.read_rows(tonight / "performance.csv")
     assert set(merged["name"]) == {"lennard_jones", "squeezenet1_1"} and set(merged["status"]) == {"pass"}
     # The prior night: the same rows, so the gate has something to compare with.
     place_run(tonight / "performance.csv", root / "2026-01-01" / "performance.csv")

@@ -4,7 +4,7 @@
 * ``flags``: the run command's parser, built from its argument groups;
 * ``run``: validation, selection and the run (``make_config`` -> RunConfig);
 * ``compare``: the gate's command line; ``merge`` and ``dashboard`` keep
-  theirs in ``benchmarks.merge`` and ``benchmarks.dashboard``.
+  theirs in ``benchmarks.results.merge`` and ``benchmarks.results.dashboard``.
 
 Everything is validated before any model runs; a bad value is reported as one
 line on stderr with exit code 2, never a traceback.
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import sys
 
-from ..affinity import parse_cpus
-from ..usage import UsageError, guarded
-from .compare import compare_main
-from .flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_TARGET_CI,
+from benchmarks.run.affinity import parse_cpus
+from benchmarks.usage import UsageError, guarded
+from benchmarks.cli.compare import compare_main
+from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_TARGET_CI,
                     PROFILER_TRACE_FOLDER, PROG, build_parser)
-from .run import make_config, run_command, select_models, suggested_backends
+from benchmarks.cli.run import make_config, run_command, select_models, suggested_backends
 
 __all__ = ["ADAPTIVE_MAX_REPEAT", "DEFAULT_BACKENDS", "DEFAULT_MIN_REPEAT", "DEFAULT_TARGET_CI",
            "PROFILER_TRACE_FOLDER", "PROG", "SUBCOMMANDS", "UsageError", "build_parser", "compare_main",
@@ -38,13 +38,13 @@ def main(argv: list[str]) -> int:
 
 
 def _merge(argv: list[str]) -> int:
-    from .. import merge
+    from benchmarks.results import merge
 
     return merge.main(argv)
 
 
 def _dashboard(argv: list[str]) -> int:
-    from .. import dashboard
+    from benchmarks.results import dashboard
 
     return dashboard.main(argv)
 

@@ -1,6 +1,6 @@
 """``runner.py compare OLD.csv NEW.csv``: the command line of the gate.
 
-The comparison itself is ``benchmarks.compare`` (compute, then render); this
+The comparison itself is ``benchmarks.results.compare`` (compute, then render); this
 module checks the flags and paths, runs it, writes the requested files and
 turns bad input into one line and exit status 2, never 1, which CI reads as
 "slower".
@@ -11,8 +11,8 @@ import argparse
 import math
 from pathlib import Path
 
-from ..usage import Parser, UsageError
-from .flags import PROG
+from benchmarks.usage import Parser, UsageError
+from benchmarks.cli.flags import PROG
 
 
 def _compare_parser(prog: str | None) -> argparse.ArgumentParser:
@@ -60,7 +60,7 @@ def check_policy(args: argparse.Namespace) -> None:
 
 def _check_compare_args(args: argparse.Namespace) -> None:
     check_policy(args)
-    from ..results import files_beside
+    from benchmarks.results.store import files_beside
 
     if Path(args.old).resolve() == Path(args.new).resolve():
         raise UsageError(f"OLD and NEW are the same file ({args.new}); compare two runs")
@@ -80,12 +80,12 @@ def _check_compare_args(args: argparse.Namespace) -> None:
 
 def _check_same_measure(old: str, new: str) -> None:
     """Speedups compare with speedups: an accuracy run's verdicts are refused."""
-    from .. import results
+    from benchmarks.results import store
 
     kinds = {}
     for path in (old, new):
-        rows = results.read_rows(path).to_dict("records")
-        kinds[path] = "accuracy" if any(results.measures(r) == "accuracy" for r in rows) else "performance"
+        rows = store.read_rows(path).to_dict("records")
+        kinds[path] = "accuracy" if any(store.measures(r) == "accuracy" for r in rows) else "performance"
     if "accuracy" in kinds.values():
         which = next(p for p, k in kinds.items() if k == "accuracy")
         raise UsageError(f"{which} holds --accuracy verdicts, no speedups to compare")
@@ -93,7 +93,7 @@ def _check_same_measure(old: str, new: str) -> None:
 
 def _write_comparison(comparison, args: argparse.Namespace) -> None:
     """Write the requested files, creating their folders; OSError on failure."""
-    from .. import compare, plots  # matplotlib is slow to import: only for compare
+    from benchmarks.results import compare, plots  # matplotlib is slow to import: only for compare
 
     texts = {args.markdown: compare.render_markdown, args.json: compare.render_json}
     for path, render in texts.items():
@@ -114,7 +114,7 @@ def _error_line(exc: BaseException) -> str:
 def compare_main(argv: list[str], prog: str = f"{PROG} compare") -> int:
     """``runner.py compare OLD NEW``: print the comparison; 0 pass, 1 fail,
     2 bad input or an output that cannot be written."""
-    from .. import compare
+    from benchmarks.results import compare
 
     args = _compare_parser(prog).parse_args(argv)
     _check_compare_args(args)

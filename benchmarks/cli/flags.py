@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..usage import Parser, UsageError
+from benchmarks.usage import Parser, UsageError
 
 PROG = "runner.py"
 DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
-SUITES = ("seed", "builtin", "torchbench")  # benchmarks.suite.SUITES, without importing torch
+SUITES = ("seed", "builtin", "torchbench")  # benchmarks.run.suite.SUITES, without importing torch
 DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
 DEFAULT_REPEAT = 30
 ADAPTIVE_MAX_REPEAT = 1000  # --max-time without --repeat: time and precision decide

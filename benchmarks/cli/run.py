@@ -15,12 +15,12 @@ import os
 import sys
 from pathlib import Path
 
-from ..affinity import parse_cpus
-from ..config import RunConfig
-from ..usage import UsageError
-from .flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_REPEAT,
+from benchmarks.run.affinity import parse_cpus
+from benchmarks.run.config import RunConfig
+from benchmarks.usage import UsageError
+from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_REPEAT,
                     DEFAULT_TARGET_CI, DEVICES, PROFILER_TRACE_FOLDER, PROG)
-from .selection import select_models, use_torchbench_dir
+from benchmarks.cli.selection import select_models, use_torchbench_dir
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -35,10 +35,11 @@ def run_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(_plan(config, settings))
         return 0
-    from .. import orchestrate, report, results
+    from benchmarks.run import orchestrate
+    from benchmarks.results import report, store
 
     if args.overwrite:
-        results.clear_outputs(config.csv_path)
+        store.clear_outputs(config.csv_path)
     os.environ["PJRT_DEVICE"] = DEVICES[config.device]
     print(f"{PROG}: {len(config.models)} model(s) x {', '.join(config.backends)} "
           f"vs {config.baseline} baseline ({config.phase}, {config.precision}, {config.dynamic} shapes) "
@@ -52,11 +53,11 @@ def run_command(args: argparse.Namespace) -> int:
         raise
     print(report.finish(config.csv_path))
     if args.explain:
-        from .. import explain
+        from benchmarks.run import explain
 
         print(explain.render(config.csv_path))
     if config.compile_cache:
-        warning = report.persistent_cache_warning(results.read_rows(config.csv_path))
+        warning = report.persistent_cache_warning(store.read_rows(config.csv_path))
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
     _print_written(config.csv_path)
@@ -64,7 +65,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _print_written(csv_path: Path) -> None:
-    from ..results import files_beside, logs_path
+    from benchmarks.results.store import files_beside, logs_path
 
     written = [p for p in files_beside(csv_path) if p.exists()]
     if logs_path(csv_path).is_dir():
@@ -91,8 +92,8 @@ def _plan(config: RunConfig, settings) -> str:
     the files it would write."""
     from tabulate import tabulate
 
-    from ..report import report_files
-    from ..results import logs_path
+    from benchmarks.results.report import report_files
+    from benchmarks.results.store import logs_path
 
     profile = "cpu" if config.device == "cpu" else "accelerator"
     rows = [(name, _batch_size_label(name, settings, config.suite, profile, config.training,
@@ -184,7 +185,7 @@ def default_output_name(args) -> str:
 def _settings(args, settings=None):
     if settings is not None:
         return settings
-    from .. import settings as settings_mod
+    from benchmarks.run import settings as settings_mod
 
     try:
         return settings_mod.load_settings(Path(args.configs) if args.configs else None)
@@ -324,13 +325,13 @@ def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: st
     """Refuse an output that cannot be written, or one that would be lost
     (``OutputExists``, which a dry run reports instead), or a --resume of
     a file this run cannot complete."""
-    from .. import results
+    from benchmarks.results import store
 
     try:
-        results.check_output(csv_path, overwrite=overwrite, resume=resume)
-    except results.OutputExists as err:
+        store.check_output(csv_path, overwrite=overwrite, resume=resume)
+    except store.OutputExists as err:
         raise OutputExists(str(err)) from None
-    except results.OutputError as err:
+    except store.OutputError as err:
         raise UsageError(str(err)) from None
     if resume and csv_path.exists() and csv_path.stat().st_size > 0:
         _check_resumable(csv_path, mode)
@@ -339,19 +340,19 @@ def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: st
 def _check_resumable(csv_path: Path, mode: str) -> None:
     """--resume appends rows: the file must have exactly the columns we write,
     and rows that measured what this run measures (``mode``)."""
-    from .. import results
+    from benchmarks.results import store
 
     try:
         with open(csv_path, newline="", encoding="utf-8") as f:
             header = next(csv.reader(f), [])
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise UsageError(f"cannot --resume {csv_path}: {err}") from None
-    if header != results.CSV_COLUMNS:
+    if header != store.CSV_COLUMNS:
         raise UsageError(f"cannot --resume {csv_path}: its columns differ from the ones this harness "
                          "writes (an older version's file?); pass a new --output, or --overwrite")
     try:
-        rows = results.read_cells(csv_path)
-        results.read_rows(csv_path)  # as resuming reads it: typed
+        rows = store.read_cells(csv_path)
+        store.read_rows(csv_path)  # as resuming reads it: typed
     except ValueError as err:  # a cell that is no number, a row of the wrong length
         raise UsageError(f"cannot --resume {csv_path}: {str(err).strip().splitlines()[0]}") from None
     other = _measured_otherwise(rows, mode)
@@ -364,7 +365,7 @@ def _measured_otherwise(rows, mode: str) -> str | None:
     """What rows of a file measured, if not ``mode``: accuracy if one holds a
     verdict, performance if one holds a speedup (a failed row holds
     neither and can belong to either)."""
-    from ..results import measures
+    from benchmarks.results.store import measures
 
     if mode != "accuracy":
         return "accuracy" if any(measures(r) == "accuracy" for r in rows) else None

@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..usage import UsageError
+from benchmarks.usage import UsageError
 
 
 def _names(values: list[str] | None) -> list[str]:
@@ -18,7 +18,7 @@ def _names(values: list[str] | None) -> list[str]:
 
 def select_models(args) -> list[str]:
     """The models to run, in a stable order, for this partition."""
-    from .. import suite
+    from benchmarks.run import suite
 
     try:
         known = suite.list_models(args.suite)
@@ -47,7 +47,7 @@ def _known_name(name: str, known: list[str], args) -> str:
     """``name`` as the suite spells it: exact, else ignoring case (as TorchBench matches)."""
     matches = [n for n in known if n == name] or [n for n in known if n.lower() == name.lower()]
     if len(matches) != 1:
-        from .. import suite
+        from benchmarks.run import suite
 
         raise UsageError(str(suite.UnknownModelError(name, known)) + _torchbench_hint(name, args))
     return matches[0]
@@ -58,7 +58,7 @@ def _torchbench_hint(name: str, args) -> str:
     if args.suite == "torchbench":
         return ""
     try:
-        from .. import suite
+        from benchmarks.run import suite
 
         if name.lower() in {n.lower() for n in suite.list_models("torchbench")}:
             return f" ({name} is a TorchBench model: add --suite torchbench)"

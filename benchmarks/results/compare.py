@@ -1,0 +1,655 @@
+"""Compare two benchmark runs and gate on the result: which (model, backend)
+pairs got slower or faster.
+
+Offers:
+
+* ``compare(old_csv, new_csv, ...) -> Comparison`` -- the computed result: one
+  ``RowComparison`` per (model, backend) found in either run, with a mark.
+* ``exit_code(comparison) -> int`` -- the gate: 1 when a row is ``slower``, a
+  ``new failure`` or ``removed`` (unless allowed), or ``inconclusive`` when
+  told to fail on it; else 0.
+* ``render_markdown`` / ``render_console`` / ``render_json`` -- strings.
+* The command line (``python runner.py compare OLD NEW``, in ``benchmarks.cli``):
+  0 pass, 1 fail, 2 bad input or an output that cannot be written.
+
+Each run's view of its experiments (rows and raw samples, pooled reference
+runs, labels) is read by ``benchmarks.results.pairing``. Compute first, render second (the shape of google/benchmark's
+``get_difference_report`` / ``print_difference_report``): the renderers only
+format what ``compare`` decided, so they are testable against golden files.
+
+**What is judged.** Every run measures its baseline interleaved with each
+backend, repeat by repeat (``benchmarks.run.measure``), and stores both sample
+lists in the ``.jsonl`` beside its CSV.  Drift between two runs -- another
+job on the machine, a different CPU frequency, another CI machine -- moves
+baseline and backend alike, so the gate judges the per-repeat ratio
+``backend_i / baseline_i`` (below 1 = the backend is faster than the
+baseline), a quantity each run controls, and not the absolute latency, which
+it does not.  Absolute latency is shown for information; ``latency_criterion``
+(``--latency-criterion``) also flags a row whose absolute latency alone got
+significantly slower, for machines quiet and alike enough to trust it.
+
+The rules, in the order they are applied to a (name, backend) pair:
+
+1. only in the new run: ``added``; only in the old run: ``removed``;
+2. settings differ (``store.SETTING_COLUMNS``: suite, baseline, dev,
+   batch_size, mode, dtype, dynamic): ``not comparable`` -- even if
+   a status changed, because the changed setting may be the reason;
+3. old passed, new did not: ``new failure``; the reverse: ``fixed``; neither
+   passed: ``still failing``;
+4. both passed: change = median(new ratios) / median(old ratios) - 1.
+   Fewer than ``min_samples`` paired ratios on either side (or no samples at
+   all): ``inconclusive`` -- too few to test is not "no change".  Otherwise
+   ``slower`` / ``faster`` need BOTH a two-sided Mann-Whitney U test of the
+   two ratio samples significant at p < alpha AND |change| >= threshold;
+   anything else is ``no change``.
+
+The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
+``allow_removed`` (a nightly that lost a shard must not pass silently); on
+``inconclusive`` only with ``fail_on_inconclusive``.
+
+Within one file the last row (and the last samples record of each role) of a
+pair wins, as in ``benchmarks.results.report``: a re-run appended to the same CSV
+replaces the earlier attempt.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import pandas as pd
+from scipy import stats as sps
+from tabulate import tabulate
+
+from benchmarks.results import pairing, store, stats
+from benchmarks.results.pairing import (  # noqa: F401 - read as compare.X by its callers
+    COMMIT_CHARS, NAN, SETTINGS, cpu_change, cpu_label, experiment_key, paired_ratios, run_labels,
+)
+
+SLOWER = "slower"
+FASTER = "faster"
+NO_CHANGE = "no change"
+INCONCLUSIVE = "inconclusive"
+NEW_FAILURE = "new failure"
+FIXED = "fixed"
+STILL_FAILING = "still failing"
+NOT_COMPARABLE = "not comparable"
+ADDED = "added"
+REMOVED = "removed"
+MISSING = "missing"  # absent from a run known to be partial (a lost shard)
+UNCONFIRMED = "unconfirmed"  # slower, but a re-run of it was not (see confirm)
+
+# Summary order: what needs attention first.
+MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTER, FIXED, NO_CHANGE,
+         STILL_FAILING, NOT_COMPARABLE, ADDED)
+# Rows whose change was tested (passed in both runs, same settings, enough
+# samples): their change enters the geomean.
+MEASURED_MARKS = frozenset({SLOWER, FASTER, NO_CHANGE, UNCONFIRMED})
+
+
+# --------------------------------------------------------------------------
+# Data
+
+
+@dataclass(frozen=True)
+class RowComparison:
+    """One (name, backend) pair across the two runs.
+
+    A status of ``None`` means the pair is absent from that run; a passing
+    row's status is ``"pass"``.  ``old_ratio`` / ``new_ratio`` are the
+    medians of the per-repeat backend/baseline ratios, ``change`` is
+    ``new_ratio / old_ratio - 1`` (positive = slower relative to the
+    baseline) and ``p_value`` the Mann-Whitney p-value of the ratios: these
+    decide the mark; ``change_low`` / ``change_high`` bound ``change`` (a
+    95% bootstrap interval of the ratio of medians) on rows marked slower or
+    faster.  ``n_old`` / ``n_new`` count the paired ratios.
+    Latencies (ms per iteration, median of the backend samples, else the
+    CSV's) with ``latency_change`` and ``latency_p`` are information unless
+    the latency criterion is on.  Speedups are the CSV's, for information.
+    All numbers are ``nan`` when not computed.
+    """
+
+    name: str
+    backend: str
+    mark: str
+    old_status: str | None
+    new_status: str | None
+    old_latency_ms: float
+    new_latency_ms: float
+    change: float
+    p_value: float
+    n_old: int
+    n_new: int
+    old_speedup: float
+    new_speedup: float
+    note: str = ""
+    old_ratio: float = NAN
+    new_ratio: float = NAN
+    latency_change: float = NAN
+    latency_p: float = NAN
+    # 95% bootstrap interval of ``change`` (rows marked slower or faster).
+    change_low: float = NAN
+    change_high: float = NAN
+    # The experiment (store.ExperimentKey); not rendered.
+    key: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def ratio(self) -> float:
+        """``new / old`` backend/baseline ratio (below 1 = faster)."""
+        return 1.0 + self.change
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """How the ``slower`` rows of a comparison were re-measured (``confirm``):
+    how many, how many the re-run confirmed, and the verdict before it.
+    ``note`` says why none were re-measured, or what went wrong."""
+
+    rerun: int = 0
+    confirmed: int = 0
+    unconfirmed: int = 0
+    verdict_before: str = ""
+    exit_code_before: int = 0
+    note: str = ""
+
+    def describe(self) -> str:
+        if not self.rerun:
+            return f"no re-run ({self.note})" if self.note else "no re-run"
+        text = (f"{self.rerun} slower row(s) re-measured in a re-run: {self.confirmed} confirmed, "
+                f"{self.unconfirmed} not (verdict before the re-run: {self.verdict_before})")
+        return f"{text}; {self.note}" if self.note else text
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`: rows sorted by (name, backend), the
+    parameters they were judged with, and the geomean of the new/old ratio
+    change over the ``geomean_n`` rows whose change was tested (``slower``,
+    ``faster``, ``no change``, ``unconfirmed``).
+
+    ``baseline`` says what the old side is (one run, or several runs' samples
+    pooled); ``partial`` why the new run is known to be incomplete (its
+    absent rows are then ``missing``); ``cpu_change`` the CPUs of the two
+    sides when they differ; ``confirmation`` how slower rows were re-measured.
+    """
+
+    rows: list[RowComparison]
+    old_label: str
+    new_label: str
+    threshold: float
+    alpha: float
+    min_samples: int
+    geomean_ratio: float
+    geomean_n: int
+    allow_removed: bool = False
+    fail_on_inconclusive: bool = False
+    latency_criterion: bool = False
+    baseline: str = ""
+    partial: str = ""
+    cpu_change: str = ""
+    confirmation: Confirmation | None = None
+
+    @property
+    def gating_marks(self) -> frozenset[str]:
+        """The marks that fail the gate under this comparison's policy."""
+        marks = {SLOWER, NEW_FAILURE}
+        if not self.allow_removed:
+            marks |= {REMOVED, MISSING}
+        if self.fail_on_inconclusive:
+            marks.add(INCONCLUSIVE)
+        return frozenset(marks)
+
+    def counts(self) -> dict[str, int]:
+        """Rows per mark, in ``MARKS`` order, marks with no rows left out."""
+        found = [row.mark for row in self.rows]
+        return {mark: found.count(mark) for mark in MARKS if mark in found}
+
+    def frame(self) -> pd.DataFrame:
+        """The rows as a DataFrame (one column per rendered ``RowComparison`` field)."""
+        return pd.DataFrame([_row_fields(row) for row in self.rows], columns=ROW_FIELDS)
+
+
+ROW_FIELDS = [f for f in RowComparison.__dataclass_fields__ if f != "key"]
+
+
+def _row_fields(row: RowComparison) -> dict:
+    return {f: getattr(row, f) for f in ROW_FIELDS}
+
+
+# --------------------------------------------------------------------------
+# Judging one pair
+
+
+def _shorten(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _settings_note(old: pairing.Side, new: pairing.Side) -> str:
+    return ", ".join(
+        f"{name} {a} -> {b}" for name, a, b in zip(SETTINGS, old.settings, new.settings) if a != b
+    )
+
+
+def _relative(new: float, old: float) -> float:
+    return new / old - 1 if store.is_finite(old) and store.is_finite(new) and old > 0 else NAN
+
+
+def _inverse(value: float) -> float:
+    return 1 / value if store.is_finite(value) and value > 0 else NAN
+
+
+def _mann_whitney(new: Sequence[float], old: Sequence[float]) -> float:
+    # Rank-based: no normality assumption, and one outlier iteration (a GC
+    # pause) moves a rank by one instead of dragging a mean.
+    return float(sps.mannwhitneyu(new, old, alternative="two-sided").pvalue)
+
+
+def _direction(change: float, p_value: float, threshold: float, alpha: float) -> str:
+    significant = store.is_finite(p_value) and p_value < alpha
+    if significant and store.is_finite(change) and abs(change) >= threshold:
+        return SLOWER if change > 0 else FASTER
+    return NO_CHANGE
+
+
+def _why_untested(old: pairing.Side, new: pairing.Side, min_samples: int) -> str:
+    if not (old.backend_s and new.backend_s):
+        return "inconclusive: no raw samples (.jsonl); change from the CSV's speedups"
+    unpaired = [f"{side} has {len(s.backend_s)} backend vs {len(s.baseline_s)} baseline samples"
+                for side, s in (("old", old), ("new", new)) if not s.paired]
+    if unpaired:
+        return "inconclusive: not paired: " + "; ".join(unpaired)
+    return (f"inconclusive: {len(old.ratios)} vs {len(new.ratios)} paired samples "
+            f"(< {min_samples} per side)")
+
+
+@dataclass(frozen=True)
+class _Policy:
+    threshold: float
+    alpha: float
+    min_samples: int
+    latency_criterion: bool
+
+
+def _judge_status(old: pairing.Side, new: pairing.Side) -> str | None:
+    if old.passed and not new.passed:
+        return NEW_FAILURE
+    if new.passed and not old.passed:
+        return FIXED
+    if not old.passed:
+        return STILL_FAILING
+    return None
+
+
+def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> dict:
+    """Mark, numbers and note of a pair that passed in both runs."""
+    old_ratios, new_ratios = old.ratios, new.ratios
+    if old_ratios and new_ratios:
+        old_ratio, new_ratio = stats.median(old_ratios), stats.median(new_ratios)
+    else:  # information only: such a row is inconclusive
+        old_ratio, new_ratio = _inverse(old.speedup), _inverse(new.speedup)
+    if old.latencies_s and new.latencies_s:
+        old_ms, new_ms = stats.median(old.latencies_s) * 1e3, stats.median(new.latencies_s) * 1e3
+    else:
+        old_ms, new_ms = old.abs_latency_ms, new.abs_latency_ms
+    found = dict(old_ratio=old_ratio, new_ratio=new_ratio, change=_relative(new_ratio, old_ratio),
+                 old_latency_ms=old_ms, new_latency_ms=new_ms,
+                 latency_change=_relative(new_ms, old_ms), p_value=NAN, latency_p=NAN, note="")
+    if min(len(old.latencies_s), len(new.latencies_s)) >= policy.min_samples:
+        found["latency_p"] = _mann_whitney(new.latencies_s, old.latencies_s)
+    if min(len(old_ratios), len(new_ratios)) < policy.min_samples:
+        return {**found, "mark": INCONCLUSIVE, "note": _why_untested(old, new, policy.min_samples)}
+    found["p_value"] = _mann_whitney(new_ratios, old_ratios)
+    mark = _direction(found["change"], found["p_value"], policy.threshold, policy.alpha)
+    if mark in (SLOWER, FASTER):  # how large the change may be, for a reader of the regression
+        low, high = stats.speedup_ci(new_ratios, old_ratios)  # of median(new) / median(old)
+        found.update(change_low=low - 1, change_high=high - 1)
+    if policy.latency_criterion and mark != SLOWER:
+        by_latency = _direction(found["latency_change"], found["latency_p"], policy.threshold, policy.alpha)
+        if by_latency == SLOWER:
+            return {**found, "mark": SLOWER, "note": "slower by absolute latency (--latency-criterion)"}
+    return {**found, "mark": mark}
+
+
+def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side | None, policy: _Policy,
+         partial: bool = False, mixed_cpus: bool = False) -> RowComparison:
+    base = dict(
+        key=key,
+        name=key.name,
+        backend=key.backend,
+        old_status=old.status if old else None,
+        new_status=new.status if new else None,
+        old_latency_ms=old.abs_latency_ms if old and old.passed else NAN,
+        new_latency_ms=new.abs_latency_ms if new and new.passed else NAN,
+        change=NAN,
+        p_value=NAN,
+        n_old=len(old.ratios) if old else 0,
+        n_new=len(new.ratios) if new else 0,
+        old_speedup=old.speedup if old else NAN,
+        new_speedup=new.speedup if new else NAN,
+    )
+    if old is None:
+        return RowComparison(mark=ADDED, **base)
+    if new is None:
+        # A partial run lost it (a shard died); a complete run no longer has it.
+        return RowComparison(mark=MISSING if partial else REMOVED,
+                             note="not measured: the run is partial" if partial else "", **base)
+    if old.settings != new.settings:
+        return RowComparison(mark=NOT_COMPARABLE, note=_settings_note(old, new), **base)
+    status_mark = _judge_status(old, new)
+    if status_mark is not None:
+        # What broke is the first question a reviewer has about a new failure.
+        note = _shorten(new.error) if not new.passed else ""
+        return RowComparison(mark=status_mark, note=note, **base)
+    row = RowComparison(**{**base, **_judge_measured(old, new, policy)})
+    if mixed_cpus and old.cpu and new.cpu and old.cpu != new.cpu:
+        # Shards on different machines: which rows changed machine is worth a note.
+        return replace(row, note="; ".join(filter(None, [row.note, f"CPU {old.cpu} -> {new.cpu}"])))
+    return row
+
+
+# --------------------------------------------------------------------------
+# Compute
+
+
+def compare(
+    old_csv: str | os.PathLike | Sequence[str | os.PathLike],
+    new_csv: str | os.PathLike,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+    min_samples: int = 5,
+    *,
+    latency_criterion: bool = False,
+    allow_removed: bool = False,
+    fail_on_inconclusive: bool = False,
+    baseline: str = "",
+    old_label: str = "",
+    partial: str = "",
+) -> Comparison:
+    """Compare the run at ``new_csv`` against the one at ``old_csv``, or
+    against several old runs pooled (a sequence of paths, oldest first: see
+    ``pairing.load_baseline``).
+
+    ``threshold`` is the smallest relative change of the backend/baseline
+    ratio worth a mark (0.05 = 5%), ``alpha`` the significance level of the
+    Mann-Whitney U test and ``min_samples`` the paired samples each side
+    needs for the test to run.  ``latency_criterion`` also marks a row
+    ``slower`` when its absolute latency alone got significantly slower;
+    ``allow_removed`` and ``fail_on_inconclusive`` set what the gate
+    (:func:`exit_code`) fails on.  ``baseline`` describes the old side in
+    words and ``old_label`` names it (default: from its paths); ``partial``
+    says why the new run is incomplete: its absent rows are then ``missing``,
+    not ``removed``.  See the module docstring for the rules.
+    Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
+    """
+    policy = _Policy(threshold, alpha, min_samples, latency_criterion)
+    olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
+    if not olds:
+        raise ValueError("no baseline run to compare with")
+    (old_run, old_dfs), (new_run, new_df) = pairing.load_baseline(olds), pairing.load_run(new_csv)
+    mixed = len(pairing.cpus_of(old_run)) > 1 or len(pairing.cpus_of(new_run)) > 1
+    pairs = store.pair_experiments(old_run, new_run)
+    rows = [_row(o or n, old_run.get(o), new_run.get(n), policy, bool(partial), mixed) for o, n in pairs]
+    ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and store.is_finite(row.change)]
+    old_tag = pairing.run_tag(old_dfs[-1]) if len(olds) == 1 else ""
+    labels = run_labels(olds, new_csv, old_tag, pairing.run_tag(new_df))
+    return Comparison(
+        rows=rows,
+        old_label=old_label or labels[0],
+        new_label=labels[1],
+        threshold=threshold,
+        alpha=alpha,
+        min_samples=min_samples,
+        geomean_ratio=stats.geomean(ratios),
+        geomean_n=len(ratios),
+        allow_removed=allow_removed,
+        fail_on_inconclusive=fail_on_inconclusive,
+        latency_criterion=latency_criterion,
+        baseline=baseline,
+        partial=partial,
+        cpu_change=cpu_change(old_run, new_run),
+    )
+
+
+# The marks of a pair found in both runs with the same settings: only these
+# compared anything.
+COMPARED = (SLOWER, FASTER, NO_CHANGE, UNCONFIRMED, INCONCLUSIVE, NEW_FAILURE, FIXED, STILL_FAILING)
+
+
+def nothing_compared(comparison: Comparison) -> bool:
+    """No experiment was in both runs with the same settings: the runs say
+    nothing about each other, which is inconclusive, never a pass."""
+    return not any(row.mark in COMPARED for row in comparison.rows)
+
+
+def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "") -> Comparison:
+    """``comparison`` with each ``slower`` row settled by a re-measurement.
+
+    ``rerun`` compares a re-run of those experiments (same settings, same
+    job) with the same baseline.  A row stays ``slower`` only when the
+    re-run finds it slower too; it becomes ``unconfirmed`` when the re-run
+    finds no change (or faster).  A re-run that could not judge the row
+    (it failed, had too few samples, is absent, or ``rerun`` is None) leaves
+    it ``slower``: a regression is never waved through unmeasured.
+    ``note`` says why there was no re-run, or what went wrong with it.
+    """
+    again = {row.key: row for row in rerun.rows} if rerun is not None else {}
+    rows, confirmed, unconfirmed = [], 0, 0
+    for row in comparison.rows:
+        if row.mark != SLOWER:
+            rows.append(row)
+            continue
+        second = again.get(row.key)
+        measured = f"{_change_cell(second.change)}, p {_p_cell(second.p_value)}" if second else ""
+        if second is not None and second.mark == SLOWER:
+            confirmed += 1
+            rows.append(replace(row, note=_joined(row.note, f"confirmed by a re-run ({measured})")))
+        elif second is not None and second.mark in (NO_CHANGE, FASTER):
+            unconfirmed += 1
+            rows.append(replace(row, mark=UNCONFIRMED,
+                                note=_joined(row.note, f"a re-run found {second.mark} ({measured})")))
+        else:
+            why = f"the re-run: {second.mark}" if second is not None else "no re-run of it"
+            rows.append(replace(row, note=_joined(row.note, f"not settled ({why})")))
+    tried = sum(1 for row in comparison.rows if row.mark == SLOWER) if rerun is not None else 0
+    result = Confirmation(rerun=tried, confirmed=confirmed, unconfirmed=unconfirmed,
+                          verdict_before=verdict(comparison), exit_code_before=exit_code(comparison),
+                          note=note)
+    return replace(comparison, rows=rows, confirmation=result)
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def failing_counts(comparison: Comparison) -> dict[str, int]:
+    """Rows per mark for the marks that fail the gate (none: it passes)."""
+    return {m: n for m, n in comparison.counts().items() if m in comparison.gating_marks}
+
+
+def exit_code(comparison: Comparison) -> int:
+    """The gate: 1 when any row has a mark in ``comparison.gating_marks``
+    (or, with ``fail_on_inconclusive``, when nothing was compared), else 0."""
+    return int(bool(failing_counts(comparison))
+               or (comparison.fail_on_inconclusive and nothing_compared(comparison)))
+
+
+# --------------------------------------------------------------------------
+# Render
+
+
+def _latency_cell(status: str | None, latency_ms: float) -> str:
+    if status is None:
+        return "-"
+    if status != store.STATUS_PASS:
+        return status
+    return f"{latency_ms:.3f}" if store.is_finite(latency_ms) else "n/a"
+
+
+def _change_cell(change: float) -> str:
+    return f"{change:+.1%}" if store.is_finite(change) else "-"
+
+
+def _p_cell(p_value: float) -> str:
+    if not store.is_finite(p_value):
+        return "-"
+    return "<0.001" if p_value < 0.001 else f"{p_value:.3f}"
+
+
+def _pair_cell(old: float, new: float, arrow: str, fmt: str) -> str:
+    def one(value: float) -> str:
+        return format(value, fmt) if store.is_finite(value) else "-"
+
+    if not (store.is_finite(old) or store.is_finite(new)):
+        return "-"
+    return f"{one(old)} {arrow} {one(new)}"
+
+
+HEADERS = ["name", "backend", "mark", "old ms", "new ms", "latency", "backend/baseline old→new",
+           "change", "p", "speedup old→new", "note"]
+_ALIGN = ("left", "left", "left", "right", "right", "right", "right", "right", "right", "right", "left")
+
+
+def _md_escape(cell: str) -> str:
+    # A "|" in an error message would split the cell and shift the columns.
+    return cell.replace("|", "\\|")
+
+
+def _table_rows(comparison: Comparison, arrow: str, markdown: bool) -> list[list[str]]:
+    body = []
+    for row in comparison.rows:
+        gating = row.mark in comparison.gating_marks
+        mark = f"**{row.mark}**" if markdown and gating else row.mark
+        cells = [
+            row.name,
+            row.backend,
+            mark,
+            _latency_cell(row.old_status, row.old_latency_ms),
+            _latency_cell(row.new_status, row.new_latency_ms),
+            _change_cell(row.latency_change),
+            _pair_cell(row.old_ratio, row.new_ratio, arrow, ".3f"),
+            _change_cell(row.change),
+            _p_cell(row.p_value),
+            _pair_cell(row.old_speedup, row.new_speedup, arrow, ".2f"),
+            row.note.replace("->", arrow),
+        ]
+        body.append([_md_escape(c) for c in cells] if markdown else cells)
+    return body
+
+
+def _table(comparison: Comparison, tablefmt: str, arrow: str, markdown: bool) -> str:
+    headers = [h.replace("→", arrow) for h in HEADERS]
+    # disable_numparse: cells are already formatted; keep them verbatim.
+    return tabulate(_table_rows(comparison, arrow, markdown), headers=headers, tablefmt=tablefmt,
+                    colalign=_ALIGN, disable_numparse=True)
+
+
+def summary(comparison: Comparison) -> str:
+    """``"1 slower, 2 no change; geomean new/old ratio 0.98x (n=3, below 1 = faster)"``."""
+    counts = ", ".join(f"{n} {mark}" for mark, n in comparison.counts().items()) or "no rows"
+    if comparison.geomean_n:
+        geomean = (
+            f"geomean new/old backend/baseline ratio {comparison.geomean_ratio:.3f}x "
+            f"(n={comparison.geomean_n}, below 1 = faster)"
+        )
+    else:
+        geomean = "geomean new/old ratio n/a (no row tested)"
+    return f"{counts}; {geomean}"
+
+
+def rule(comparison: Comparison) -> str:
+    """The sentences that say how rows are marked and what fails the gate."""
+    latency = (
+        " A row whose absolute latency alone got slower by the same test is also 'slower' "
+        "(--latency-criterion)." if comparison.latency_criterion else
+        " Absolute latency is information only."
+    )
+    fails = [m for m in MARKS if m in comparison.gating_marks]
+    confirmed = (
+        " A slower row was re-measured in a re-run of it and stays slower only if the re-run is "
+        "slower too (else: unconfirmed)." if comparison.confirmation and comparison.confirmation.rerun
+        else "")
+    return (
+        f"ratio = backend/baseline latency of the same repeat (paired within a run, so drift "
+        f"between runs cancels); change = median new ratio / median old ratio - 1. "
+        f"slower/faster: significant at p<{comparison.alpha:g} (two-sided Mann-Whitney U on the "
+        f"ratios) and |change| >= {comparison.threshold:.0%}; fewer than {comparison.min_samples} "
+        f"paired samples on a side: inconclusive; else no change.{latency} "
+        f"The gate fails (exit status 1) on any {', '.join(fails)}.{confirmed}"
+    )
+
+
+def verdict(comparison: Comparison) -> str:
+    """``"PASS"``, ``"PASS (2 inconclusive)"`` or ``"FAIL (1 slower, 2 removed)"``."""
+    failing = failing_counts(comparison)
+    if failing:
+        return "FAIL (" + ", ".join(f"{n} {m}" for m, n in failing.items()) + ")"
+    if nothing_compared(comparison):
+        return "INCONCLUSIVE (no experiment in both runs with the same settings)"
+    inconclusive = comparison.counts().get(INCONCLUSIVE)
+    return f"PASS ({inconclusive} inconclusive)" if inconclusive else "PASS"
+
+
+def context(comparison: Comparison) -> list[str]:
+    """What a reader must know before the table: the baseline used, a
+    partial run, a change of CPU, the re-run of slower rows (each a line,
+    only those that apply)."""
+    lines = []
+    if comparison.partial:
+        lines.append(f"PARTIAL RUN: {comparison.partial}; its absent rows are missing, not removed")
+    if comparison.baseline:
+        lines.append(f"baseline: {comparison.baseline}")
+    if comparison.cpu_change:
+        lines.append(f"CPU changed: {comparison.cpu_change}")
+    if comparison.confirmation is not None:
+        lines.append(f"confirmation: {comparison.confirmation.describe()}")
+    return lines
+
+
+def render_markdown(comparison: Comparison, title: str | None = None) -> str:
+    """Markdown for a pull request: verdict, summary, table and the rules."""
+    title = title or f"Benchmark comparison: {comparison.old_label} → {comparison.new_label}"
+    parts = [f"# {title}", "",
+             f"old: `{comparison.old_label}`, new: `{comparison.new_label}`", "",
+             *[f"- {line.replace('->', '→')}" for line in context(comparison)],
+             *([""] if context(comparison) else []),
+             f"**{verdict(comparison)}**: {summary(comparison)}.", ""]
+    if comparison.rows:
+        parts += [_table(comparison, "github", "→", markdown=True), ""]
+    parts += [rule(comparison).replace(">=", "≥"), ""]
+    return "\n".join(parts)
+
+
+def render_console(comparison: Comparison) -> str:
+    """Plain-text comparison for the terminal (ASCII arrows)."""
+    header = f"{comparison.old_label} -> {comparison.new_label}: {verdict(comparison)}"
+    parts = [header, *context(comparison), summary(comparison), ""]
+    if comparison.rows:
+        parts += [_table(comparison, "simple", "->", markdown=False), ""]
+    parts += [rule(comparison), ""]
+    return "\n".join(parts)
+
+
+def render_json(comparison: Comparison) -> str:
+    """Machine-readable result (the dashboard reads it): verdict, exit
+    status, counts, the policy and every row; nan is written as null."""
+    document = {
+        "old": comparison.old_label,
+        "new": comparison.new_label,
+        "verdict": verdict(comparison),
+        "exit_code": exit_code(comparison),
+        "counts": comparison.counts(),
+        "geomean_ratio": comparison.geomean_ratio,
+        "geomean_n": comparison.geomean_n,
+        "policy": {k: getattr(comparison, k) for k in (
+            "threshold", "alpha", "min_samples", "allow_removed", "fail_on_inconclusive",
+            "latency_criterion")},
+        "baseline": comparison.baseline,
+        "partial": comparison.partial,
+        "cpu_change": comparison.cpu_change,
+        "confirmation": (None if comparison.confirmation is None
+                         else vars(comparison.confirmation)),
+        "rows": [_row_fields(row) for row in comparison.rows],
+    }
+    return json.dumps(store.plain(document), indent=1, allow_nan=False) + "\n"
+

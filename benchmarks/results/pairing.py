@@ -1,0 +1,220 @@
+"""Each run's view of its experiments, read from its files: what the gate
+compares (``benchmarks.results.compare``).
+
+``load_run(csv)`` gives, per (model, backend), a ``Side``: the row's status,
+settings, latency and speedup, and the raw backend and baseline samples of the
+same repeats (whose ratios the gate judges); ``load_baseline`` pools several
+complete runs into one reference; ``paired_ratios``, ``cpu_label`` /
+``cpu_change`` and ``run_labels`` / ``run_tag`` name what was run and where.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from benchmarks.results import store
+
+SETTINGS = store.SETTING_COLUMNS
+COMMIT_CHARS = 7  # a commit as a header shows it
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run's view of a (name, backend) pair: its row and raw samples."""
+
+    status: str
+    settings: tuple
+    abs_latency_ms: float
+    speedup: float
+    backend_s: tuple[float, ...] = ()
+    baseline_s: tuple[float, ...] = ()
+    error: str = ""
+    cpu: str = ""  # "" when the row did not record it (schema version < 5)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == store.STATUS_PASS
+
+    @property
+    def latencies_s(self) -> tuple[float, ...]:
+        return tuple(s for s in self.backend_s if store.is_finite(s) and s > 0)
+
+    @property
+    def paired(self) -> bool:
+        """Baseline and backend samples come from the same repeats."""
+        return bool(self.backend_s) and len(self.backend_s) == len(self.baseline_s)
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        """backend_i / baseline_i for each repeat where both are usable."""
+        if not self.paired:
+            return ()
+        return tuple(b / a for b, a in zip(self.backend_s, self.baseline_s)
+                     if store.is_finite(b) and store.is_finite(a) and a > 0 and b > 0)
+
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+def experiment_key(row: Mapping[str, Any]) -> store.ExperimentKey:
+    """The experiment a CSV row or a samples record belongs to: rows pair
+    across runs by ``store.KEY_COLUMNS`` (where the key is defined); the
+    settings that make a pair ``not comparable`` are ``SETTINGS``."""
+    return store.experiment_key(row)
+
+
+def _status(row: pd.Series) -> str:
+    if store.passed(row):
+        return store.STATUS_PASS
+    return "unknown" if pd.isna(row["status"]) else str(row["status"])
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return NAN
+
+
+def _samples(jsonl_path: Path) -> dict[tuple[str, str, str], tuple[float, ...]]:
+    """Samples per (name, backend, role); the last record of each wins.
+
+    A missing file is not an error: older runs had none; their rows are
+    ``inconclusive``.  Non-numbers stay in place as nan so that baseline and
+    backend samples keep their pairing by position.
+    """
+    if not jsonl_path.exists():
+        return {}
+    found = {}
+    for number, record in enumerate(store.read_samples(jsonl_path), start=1):
+        if not isinstance(record, dict) or not {"name", "backend"} <= set(record):
+            raise ValueError(f"{jsonl_path}: record {number} is not a samples record (no name/backend)")
+        role = record.get("role")
+        if role not in store.SAMPLE_ROLES:
+            continue
+        values = record.get("samples_s") or ()
+        if not isinstance(values, list):
+            raise ValueError(f"{jsonl_path}: record {number}: samples_s is not a list")
+        found[(*experiment_key(record), role)] = tuple(_number(s) for s in values)
+    return found
+
+
+def cpu_label(row: Mapping[str, Any]) -> str:
+    """``"Intel(R) Xeon(R) Processor, 2 CPUs"``: the machine a row ran on;
+    ``""`` for a row that did not record it (schema version < 5)."""
+    model = row.get("cpu_model")
+    count = row.get("cpu_count")
+    model = model.strip() if isinstance(model, str) else ""
+    count = f"{int(count)} CPUs" if store.is_finite(count) else ""
+    if not (model or count):
+        return ""
+    return ", ".join([model or "unknown CPU"] + ([count] if count else []))
+
+
+def load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], Side], pd.DataFrame]:
+    df = store.latest(store.read_rows(csv_path))
+    samples = _samples(store.samples_path(csv_path))
+    run = {}
+    for _, row in df.iterrows():
+        key = experiment_key(row)
+        run[key] = Side(
+            status=_status(row),
+            settings=key.settings,
+            abs_latency_ms=float(row["abs_latency"]) if store.is_finite(row["abs_latency"]) else NAN,
+            speedup=float(row["speedup"]) if store.is_finite(row["speedup"]) else NAN,
+            # A version-1 samples record names only its (name, backend).
+            backend_s=samples.get((*key, "backend"), samples.get((*key.pair_only(), "backend"), ())),
+            baseline_s=samples.get((*key, "baseline"), samples.get((*key.pair_only(), "baseline"), ())),
+            # Optional column (schema v1 files lack it): the first line of a failure.
+            error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
+            cpu=cpu_label(row),
+        )
+    return run, df
+
+
+def paired_ratios(csv_path: str | os.PathLike) -> dict[store.ExperimentKey, tuple[float, ...]]:
+    """The per-repeat backend/baseline ratios of each experiment of a run."""
+    return {key: side.ratios for key, side in load_run(csv_path)[0].items()}
+
+
+def _pool(sides: Sequence[Side]) -> Side:
+    """One experiment over several runs, oldest first: the newest run's row
+    (status, settings, CSV numbers) with the paired samples of every run in
+    which it passed with those settings, concatenated -- pairing stays within
+    each run, so the ratios are exactly the union of the runs' ratios."""
+    newest = sides[-1]
+    usable = [s for s in sides if s.passed and s.paired and s.settings == newest.settings]
+    if not newest.passed or not usable:
+        return newest
+    return replace(newest, backend_s=tuple(x for s in usable for x in s.backend_s),
+                   baseline_s=tuple(x for s in usable for x in s.baseline_s),
+                   cpu="; ".join(sorted({s.cpu for s in usable if s.cpu})))
+
+
+def load_baseline(csv_paths: Sequence[str | os.PathLike]
+                   ) -> tuple[dict[store.ExperimentKey, Side], list[pd.DataFrame]]:
+    """The old side: one run, or several pooled (``_pool``).  Its experiments
+    are the newest run's, so an experiment dropped on purpose is judged
+    ``removed`` once, against the run that last had it, not again for as
+    long as an older run in the pool still holds it."""
+    loaded = [load_run(path) for path in csv_paths]
+    newest = loaded[-1][0]
+    pooled = {key: _pool([run[key] for run, _ in loaded if key in run]) for key in newest}
+    return pooled, [df for _, df in loaded]
+
+
+def cpus_of(run: Mapping[Any, Side]) -> set[str]:
+    return {cpu for side in run.values() for cpu in side.cpu.split("; ") if cpu}
+
+
+def cpu_change(old: Mapping[Any, Side], new: Mapping[Any, Side]) -> str:
+    """``"A, 2 CPUs -> B, 4 CPUs"`` when the machines of the two sides differ;
+    ``""`` when they match or a side did not record its CPU."""
+    old_cpus, new_cpus = cpus_of(old), cpus_of(new)
+    if not (old_cpus and new_cpus) or old_cpus == new_cpus:
+        return ""
+    return f"{'; '.join(sorted(old_cpus))} -> {'; '.join(sorted(new_cpus))}"
+
+
+# --------------------------------------------------------------------------
+# Naming the runs
+
+
+def run_tag(df: pd.DataFrame) -> str:
+    """``"2026-01-02, commit 1a2b3c4"``: the day the run started (its rows'
+    ``timestamp``) and the commit it ran, when the rows carry them."""
+    parts = []
+    if "timestamp" in df:
+        days = df["timestamp"].dropna().astype(str).str[:10]
+        if not days.empty:
+            parts.append(days.min())
+    if "commit" in df:
+        commits = sorted({str(c)[:COMMIT_CHARS] for c in df["commit"].dropna() if str(c) != "unknown"})
+        if commits:
+            # Shards merged from different checkouts: worth seeing in a header.
+            parts.append(("commit " if len(commits) == 1 else "commits ") + ", ".join(commits))
+    return ", ".join(parts)
+
+
+def run_labels(old_csv: str | os.PathLike | Sequence[str | os.PathLike], new_csv: str | os.PathLike,
+               old_tag: str = "", new_tag: str = "") -> tuple[str, str]:
+    """Names for the two runs that tell them apart: each path relative to
+    the folder both are in (``2026-01-01/performance.csv``), plus the
+    run's tag (date, commit) when its rows carry one.  Several old runs
+    (a pooled baseline) are named together: ``pooled 2 runs: a.csv, b.csv``."""
+    olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
+    paths = [Path(p).resolve() for p in [*olds, new_csv]]
+    if len(set(paths)) == 1:
+        labels = [p.name for p in paths]
+    else:
+        parent = Path(os.path.commonpath(paths))
+        labels = [str(p.relative_to(parent)) for p in paths]
+    old_label = labels[0] if len(olds) == 1 else f"pooled {len(olds)} runs: " + ", ".join(labels[:-1])
+    return tuple(f"{label} ({tag})" if tag else label for label, tag in zip((old_label, labels[-1]),
+                                                                             (old_tag, new_tag)))

@@ -1,0 +1,359 @@
+"""The schema of a run's result files: what each column is, its history, and
+what identifies an experiment.
+
+Offers ``SCHEMA_VERSION`` (and its history below), ``COLUMNS`` /
+``CSV_COLUMNS``, the status constants, ``migrate`` (rows of older versions in
+today's terms), ``experiment_key`` (what identifies an experiment: resume,
+merge, compare and the report all use it), the reading rules every reader
+shares (``passed``, ``measures``, ``groups``, ``latest``) and
+``GRAPH_BREAK_COLUMNS``. Where the files are and how they are written and read
+is ``benchmarks.results.store``, which re-exports these names.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, NamedTuple
+
+import pandas as pd
+
+# The schema's history (as pyperf's ``_bench.py`` keeps its JSON format's).
+# A change of columns bumps SCHEMA_VERSION and adds a line here; readers keep
+# reading every older version (``_migrate``), and a committed file of each
+# old version is read by the tests (tests/fixtures/v1/).
+#
+# 1 -- the first release: PyTorch's six columns, backend, baseline, the
+#      speedup's CI, status, error, accuracy, compiler metrics (first call,
+#      compiles and execution per iteration, host time, dynamo graphs, graph
+#      breaks, recompiles, fallback ops), unstable.  Samples records: name,
+#      backend, role, first_call_s, samples_s (+ baseline on baseline records).
+# 2 -- rows say what was run: suite, mode (inference/training), dtype
+#      (fp32/bf16/fp16/amp), dynamic (static/dynamic), repeat, warmup, seed,
+#      timestamp (UTC ISO-8601), torch/torch_xla/python versions and the
+#      project's commit; per-shape compiles of the lazy baseline
+#      (baseline_first_call_compiles); memory (peak_host_mb, peak_device_mb,
+#      the baseline's, and the baseline/backend ratios as PyTorch's
+#      compression_ratio).  Samples records carry the experiment's key
+#      columns too.  Version-1 rows are read with dtype fp32 and dynamic
+#      static, the only ones version 1 could run; their suite and mode were
+#      not recorded and stay empty (unknown), so they never match a version-2
+#      row that says what it ran.
+# 3 -- first calls and how the numbers were made: compilation_kind (cold: the
+#      first call timed in a fresh process of the runner's own; in_process:
+#      in the measuring process, where another runner's executable may serve
+#      it; the only kind versions 1 and 2 measured, left empty on their rows),
+#      first_call_cache_hits, warm_start_latency and
+#      warm_start_fresh_compiles (--warm-start), the persistent compilation
+#      cache's hits, misses and load failures (--compile-cache); adaptive
+#      repeats (repeats_used, repeat_stop, min_repeat, max_time_s, target_ci);
+#      threads and cpu_affinity; headroom (zero_overhead_speedup,
+#      headroom_captured).  A new mode value, training_step: the whole
+#      training step compiled (--compile-step), an experiment apart from
+#      training (forward and backward compiled).
+# 4 -- accuracy rows say what they were judged against: tolerance (the
+#      largest error allowed, beside max_error).
+# 5 -- rows say which machine ran them: cpu_model (the kernel's model name)
+#      and cpu_count (logical CPUs of the machine). Rows of versions 1-4
+#      did not record them: read with both empty (unknown), never guessed,
+#      so compare reports no change of CPU against them.
+#      A new mode value, no new column: training_step_graphs, the training
+#      step compiled as written (--compile-step=graphs: dynamo breaks it at
+#      backward()), while training_step rows are now the step compiled as one
+#      graph; training_step rows written before are the step as written.
+SCHEMA_VERSION = 5
+
+STATUS_PASS = "pass"
+# Known failure statuses; a row may carry another string (the report shows
+# whatever it finds), these are listed so callers spell them consistently.
+FAILURE_STATUSES = (
+    "fail_to_run",
+    "model_fail_to_load",
+    "eager_fail_to_run",
+    "timeout",
+    "crashed",
+    "OOM",
+    "fail_accuracy",
+    "eager_two_runs_differ",
+    "skipped",  # configs/ says why: the row's error
+    "not_installed",  # a TorchBench model's dependency, data or download is missing: the error says which
+    "unsupported",  # a TorchBench model refuses this device, mode or batch size (NotImplementedError)
+)
+
+SAMPLE_ROLES = ("baseline", "backend")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One CSV column: its name, its pandas dtype when read back, and whether
+    a file must have it.  Columns added after v1 must be ``required=False`` so
+    that older files stay readable."""
+
+    name: str
+    dtype: str
+    required: bool = True
+
+
+# The single place that defines the CSV.  To add a column: append a
+# Column(..., required=False) at the END (old files then read with it as NaN)
+# and bump SCHEMA_VERSION.  The first six are PyTorch's dynamo-harness columns.
+COLUMNS: list[Column] = [
+    Column("dev", "str"),
+    Column("name", "str"),
+    Column("batch_size", "Int64"),
+    Column("speedup", "float64"),
+    Column("abs_latency", "float64"),  # median ms / iteration, backend
+    Column("compilation_latency", "float64"),  # first backend call, seconds
+    Column("backend", "str"),
+    Column("baseline", "str"),
+    Column("baseline_latency", "float64"),  # median ms / iteration, baseline
+    Column("speedup_ci_low", "float64"),
+    Column("speedup_ci_high", "float64"),
+    Column("status", "str"),
+    Column("schema_version", "Int64"),
+    # Optional columns: empty when they don't apply to the row.
+    Column("error", "str", required=False),  # first line of the error of a failed row
+    Column("accuracy", "str", required=False),  # --accuracy: pass, fail_accuracy or a failure
+    Column("max_error", "float64", required=False),  # --accuracy: largest abs error seen
+    Column("tolerance", "float64", required=False),  # --accuracy: the max_error allowed
+    # Compiler metrics (benchmarks.run.probes); XLA ones are empty for host runs.
+    Column("first_call_compiles", "Int64", required=False),  # XLA compiles in the first call
+    Column("first_call_compile_s", "float64", required=False),  # XLA compile time in it
+    Column("first_call_execute_s", "float64", required=False),  # XLA execution time in it
+    Column("compiles_per_iter", "float64", required=False),  # XLA compiles per timed iteration
+    Column("execute_ms", "float64", required=False),  # XLA execution per timed iteration
+    Column("host_ms", "float64", required=False),  # median time until the call returns, pre-sync
+    Column("baseline_host_ms", "float64", required=False),  # ditto for the baseline (lazy tracing)
+    Column("baseline_compiles_per_iter", "float64", required=False),
+    Column("dynamo_graphs", "Int64", required=False),  # graphs dynamo captured
+    Column("graph_breaks", "Int64", required=False),
+    Column("recompiles", "Int64", required=False),  # graphs captured after the first call
+    Column("fallback_ops", "str", required=False),  # ops run on CPU by torch_xla, space-separated
+    Column("unstable", "str", required=False),  # why the measurement may be unreliable
+    Column("executes_per_iter", "float64", required=False),  # XLA graphs run per iteration
+    # Version 2: what was run (the experiment's settings, then the run's metadata).
+    Column("suite", "str", required=False),  # builtin | torchbench
+    Column("mode", "str", required=False),  # inference | training | training_step (whole step compiled as one graph) | training_step_graphs (as written)
+    Column("dtype", "str", required=False),  # fp32 | bf16 | fp16 | amp
+    Column("dynamic", "str", required=False),  # static | dynamic (batch dimension marked dynamic)
+    Column("repeat", "Int64", required=False),
+    Column("warmup", "Int64", required=False),
+    Column("seed", "Int64", required=False),
+    Column("timestamp", "str", required=False),  # UTC ISO-8601, when the model's run started
+    Column("torch_version", "str", required=False),
+    Column("torch_xla_version", "str", required=False),
+    Column("python_version", "str", required=False),
+    Column("commit", "str", required=False),  # the project's git commit, or "unknown"
+    Column("baseline_first_call_compiles", "Int64", required=False),  # lazy baseline, first call
+    Column("peak_host_mb", "float64", required=False),  # RSS high-water mark in the backend's steps
+    Column("peak_device_mb", "float64", required=False),  # XLA device peak, where it reports one
+    Column("baseline_peak_host_mb", "float64", required=False),
+    Column("baseline_peak_device_mb", "float64", required=False),
+    Column("host_compression_ratio", "float64", required=False),  # baseline / backend peak host
+    Column("device_compression_ratio", "float64", required=False),  # baseline / backend peak device
+    # Version 3: first calls, repeats, threads, headroom.
+    Column("compilation_kind", "str", required=False),  # cold | in_process: where compilation_latency was timed
+    Column("first_call_cache_hits", "Int64", required=False),  # first-call compiles XLA's cache served
+    Column("warm_start_latency", "float64", required=False),  # s; first call with the executable cached
+    Column("warm_start_fresh_compiles", "Int64", required=False),  # compiles the cache did not serve in it
+    Column("persistent_cache_hits", "Int64", required=False),  # executables loaded from --compile-cache
+    Column("persistent_cache_misses", "Int64", required=False),  # graphs not found there
+    Column("persistent_cache_load_failures", "Int64", required=False),  # found but not loadable
+    Column("repeats_used", "Int64", required=False),  # timed samples behind the row
+    Column("repeat_stop", "str", required=False),  # fixed | target | time | max: why repeats ended
+    Column("min_repeat", "Int64", required=False),  # adaptive repeats: the least
+    Column("max_time_s", "float64", required=False),  # adaptive repeats: the time budget per model
+    Column("target_ci", "float64", required=False),  # adaptive repeats: the 95% interval's half-width sought
+    Column("threads", "Int64", required=False),  # torch intra-op and XLA CPU client threads
+    Column("cpu_affinity", "str", required=False),  # the CPUs the worker ran on, e.g. 0-1
+    Column("zero_overhead_speedup", "float64", required=False),  # lazy baseline step / (step - tracing)
+    Column("headroom_captured", "float64", required=False),  # (speedup - 1) / (limit - 1)
+    # Version 5: the machine.
+    Column("cpu_model", "str", required=False),  # e.g. "AMD EPYC 7763 64-Core Processor"
+    Column("cpu_count", "Int64", required=False),  # logical CPUs of the machine (os.cpu_count)
+]
+
+CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]
+
+# What identifies an experiment: two rows with the same values measured the
+# same thing.  --resume skips them, merge refuses them twice, compare pairs
+# them and calls a pair whose settings differ ``not comparable``.
+KEY_COLUMNS = ("suite", "name", "backend", "baseline", "dev", "batch_size", "mode", "dtype", "dynamic")
+# The key less the pair it names: a (name, backend) measured with other
+# settings is another experiment.
+SETTING_COLUMNS = tuple(c for c in KEY_COLUMNS if c not in ("name", "backend"))
+# What a version-1 row could only have been (see the history above).
+_V1_DEFAULTS = {"dtype": "fp32", "dynamic": "static"}
+
+
+# --------------------------------------------------------------------------
+# Reading rows: the rules every reader of a result file shares
+
+
+def is_finite(value: Any) -> bool:
+    """A real number: not None, NaN, NA or infinite."""
+    return value is not None and not pd.isna(value) and math.isfinite(value)
+
+
+def passed(row: Mapping[str, Any]) -> bool:
+    """Whether a row passed. An empty status with a speedup is an older or
+    foreign file (PyTorch's harness writes passing rows only): a pass."""
+    status = row.get("status")
+    if pd.isna(status):
+        return is_finite(row.get("speedup"))
+    return status == STATUS_PASS
+
+
+def measures(row: Mapping[str, Any]) -> str:
+    """What a row measured: ``"accuracy"`` (it holds a verdict: every row of
+    an ``--accuracy`` run does) or ``"performance"``. The two never share a
+    file: --resume and merge refuse to mix them."""
+    verdict = row.get("accuracy")
+    return "accuracy" if isinstance(verdict, str) and verdict.strip() else "performance"
+
+
+# The settings a table or chart is drawn for: the experiment's key less the
+# model, the backend and the batch size (a cycle of batch sizes is one table).
+GROUP_COLUMNS = tuple(c for c in SETTING_COLUMNS if c != "batch_size")
+
+
+def groups(df: pd.DataFrame) -> list[pd.DataFrame]:
+    """The rows split by ``GROUP_COLUMNS``, in order of first appearance: a
+    file a training run was resumed on holds an inference and a training
+    group, each its own table and chart."""
+    columns = [c for c in GROUP_COLUMNS if c in df]
+    if not columns or df.empty:
+        return [df]
+    labels = [tuple(None if pd.isna(v) else v for v in values)
+              for values in df[columns].itertuples(index=False)]
+    return [df[[label == wanted for label in labels]] for wanted in dict.fromkeys(labels)]
+
+
+def latest(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per experiment (``experiment_key``): the last, as a re-run
+    appended to a file replaces the earlier attempt."""
+    return df.drop_duplicates(subset=[c for c in KEY_COLUMNS if c in df.columns], keep="last")
+
+
+# --------------------------------------------------------------------------
+# What identifies an experiment
+
+
+class ExperimentKey(NamedTuple):
+    """The ``KEY_COLUMNS`` of a row, normalised: ``None`` where a value is
+    missing (unknown), ``batch_size`` an int, everything else a string."""
+
+    suite: str | None
+    name: str | None
+    backend: str | None
+    baseline: str | None
+    dev: str | None
+    batch_size: int | None
+    mode: str | None
+    dtype: str | None
+    dynamic: str | None
+
+    @property
+    def settings(self) -> tuple:
+        """The values of ``SETTING_COLUMNS``."""
+        return tuple(getattr(self, c) for c in SETTING_COLUMNS)
+
+    def pair_only(self) -> "ExperimentKey":
+        """This key with every setting unknown: what a version-1 samples
+        record, which names only its (name, backend), is keyed by."""
+        return self._replace(**dict.fromkeys(SETTING_COLUMNS))
+
+    def sort_key(self) -> tuple:
+        # None sorts first; batch sizes numerically.
+        return tuple((v is not None, v if isinstance(v, int) else str(v or "")) for v in self)
+
+
+# Suites whose models are another suite's, the same code: one experiment.
+# The seed suite is ten of the built-in models, so a seed run and a built-in
+# run of resnet18 pair in compare, and one completes the other on --resume;
+# TorchBench's models are other code under the same names, never matched.
+SAME_CODE_SUITE = {"seed": "builtin"}
+
+
+def _key_value(column: str, value: Any) -> Any:
+    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return None
+    if column == "suite":
+        return SAME_CODE_SUITE.get(str(value), str(value))
+    if column == "batch_size":
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return str(value)
+    return str(value)
+
+
+def _version(row: Mapping[str, Any]) -> int | None:
+    try:
+        return int(float(row.get("schema_version")))
+    except (TypeError, ValueError):
+        return None
+
+
+def experiment_key(row: Mapping[str, Any]) -> ExperimentKey:
+    """The experiment a CSV row (a dict, a pandas row, or merge's text cells)
+    or a samples record belongs to.
+
+    Version-1 rows get the settings version 1 could only have had (fp32,
+    static); a version-1 samples record recorded no settings at all, so its
+    key is ``pair_only()``: match it by (name, backend).
+    """
+    values = {c: _key_value(c, row.get(c)) for c in KEY_COLUMNS}
+    key = ExperimentKey(**values)
+    if _version(row) == 1:
+        if "role" in row:
+            return key.pair_only()
+        key = key._replace(**{c: v for c, v in _V1_DEFAULTS.items() if values[c] is None})
+    return key
+
+
+def key_fields(row: Mapping[str, Any]) -> dict:
+    """The ``KEY_COLUMNS`` of ``row`` as a dict (to stamp samples records)."""
+    return {c: row.get(c) for c in KEY_COLUMNS}
+
+
+def pair_experiments(old: Iterable[ExperimentKey], new: Iterable[ExperimentKey]
+                     ) -> list[tuple[ExperimentKey | None, ExperimentKey | None]]:
+    """Pairs of keys to compare, sorted: each experiment found in both runs
+    with itself; then, for each (name, backend), the experiments left on
+    either side paired in order (same pair, other settings: not comparable);
+    whatever is left has no counterpart (``None`` on the other side)."""
+    old_set, new_set = set(old), set(new)
+    pairs = [(k, k) for k in old_set & new_set]
+    left: dict[tuple, tuple[list, list]] = {}
+    for side, keys in ((0, old_set - new_set), (1, new_set - old_set)):
+        for key in sorted(keys, key=ExperimentKey.sort_key):
+            left.setdefault((key.name, key.backend), ([], []))[side].append(key)
+    for olds, news in left.values():
+        n = max(len(olds), len(news))
+        olds, news = olds + [None] * (n - len(olds)), news + [None] * (n - len(news))
+        pairs += list(zip(olds, news))
+    return sorted(pairs, key=lambda pair: (pair[0] or pair[1]).sort_key())
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # lists and other non-scalars
+        return False
+
+
+def migrate(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of older schema versions in today's terms (see the history)."""
+    v1 = (frame["schema_version"] == 1).fillna(False).astype(bool)
+    if v1.any():
+        frame = frame.copy()
+        for column, value in _V1_DEFAULTS.items():
+            frame.loc[v1 & frame[column].isna(), column] = value
+    return frame
+
+
+# One line per distinct break a runner met: the experiment it belongs to, the
+# reason dynamo gave (on one line) and the user frame it broke in.
+GRAPH_BREAK_COLUMNS = ["name", "backend", "mode", "dtype", "dynamic", "reason", "user_frame"]

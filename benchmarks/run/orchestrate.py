@@ -1,0 +1,182 @@
+"""Running the selected models: isolation, timeouts, resume, incremental writes.
+
+``run(config)`` benchmarks each model of ``config.models`` in a worker
+process of its own (``benchmarks.run.worker``) and appends its rows to the CSV as
+soon as the model finishes, so a run killed at any moment leaves a valid CSV
+with every finished model. Whatever a worker does (raise, crash on a signal,
+hang past ``--timeout``, flood its output) becomes rows with a status; the
+run goes on. With ``--resume``, experiments already in the CSV (the same
+``store.experiment_key``: model, backend and every setting) are skipped,
+so a training run resumed on an inference CSV runs its training rows.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tqdm import tqdm
+
+from benchmarks.results import store
+from benchmarks.run import rows
+from benchmarks.run.config import RunConfig
+
+
+WORKER = ("-m", "benchmarks.run.worker")  # python's arguments before the job's
+
+
+def run(config: RunConfig) -> Path:
+    """Benchmark every model of ``config``; returns the CSV's path."""
+    csv_path = config.csv_path
+    # Start both files now, so that a shard with no models (more partitions
+    # than models) still leaves a valid, empty CSV to merge and report.
+    store.append_samples(store.samples_path(csv_path), [])
+    store.append_graph_breaks(csv_path, [])
+    store.append_rows(csv_path, [])
+    todo = pending_work(config)
+    if not todo:
+        print(f"nothing left to run: {csv_path} has a row of every experiment selected",
+              file=sys.stderr)
+        return csv_path
+    with tqdm(total=len(todo), unit="model", desc=f"{config.mode} {config.phase}", file=sys.stderr,
+              dynamic_ncols=True) as progress:
+        for name, backends in todo:
+            progress.set_postfix_str(f"running {name}")
+            result = run_one(config.replace(backends=backends), name)
+            # Samples first: a row in the CSV always has its samples beside it.
+            store.append_samples(store.samples_path(csv_path), result.samples)
+            store.append_graph_breaks(csv_path, result.graph_breaks)
+            store.append_rows(csv_path, result.rows)
+            progress.update()
+        # Shown once, by close: refreshing here too would print the last line twice.
+        progress.set_postfix_str("done", refresh=False)
+    return csv_path
+
+
+def pending_work(config: RunConfig) -> list[tuple[str, tuple[str, ...]]]:
+    """(model, backends still to run) for each model with work left: a
+    backend is done when the CSV has a row of every experiment it would
+    write (``store.experiment_key``: same settings, mode, dtype, shapes)."""
+    done = completed(config) if config.resume else set()
+    work = []
+    for name in config.models:
+        bases = rows.row_bases(config, name)
+        missing = tuple(b for b in config.backends
+                        if not all(store.experiment_key({**base, "backend": b}) in done
+                                   for base in bases))
+        if missing:
+            work.append((name, missing))
+    return work
+
+
+def completed(config: RunConfig) -> set[store.ExperimentKey]:
+    """The experiments the CSV has a row of (whatever its status) that
+    measured what this run measures (``store.measures``)."""
+    path = config.csv_path
+    if not path.exists() or path.stat().st_size == 0:
+        return set()
+    df = store.read_rows(path)
+    keys = {store.experiment_key(row) for row in df.to_dict("records")
+            if store.measures(row) == config.mode}
+    # TorchBench may choose the batch size (expected as None): any size matches.
+    return keys | {key._replace(batch_size=None) for key in keys}
+
+
+def run_one(config: RunConfig, name: str) -> rows.ModelResult:
+    if not config.isolate:
+        from benchmarks.run import worker  # torch and the models: only in the process that runs them
+
+        return worker.run_model(config, name)
+    return run_isolated(config, name)
+
+
+def run_isolated(config: RunConfig, name: str) -> rows.ModelResult:
+    """``worker.run_model`` in a child process; its fate becomes rows."""
+    base = rows.row_bases(config, name)
+    with tempfile.TemporaryDirectory(prefix="xdb-worker-") as tmp:
+        job, out, log = Path(tmp, "job.json"), Path(tmp, "result.json"), Path(tmp, "log.txt")
+        job.write_text(json.dumps({"config": config.to_json(), "model": name}))
+        with open(log, "wb") as log_file:
+            # The child's output goes to a file, never a pipe: a model that
+            # floods stdout cannot block on a pipe nobody reads.
+            # Unbuffered (-u): a worker killed for its time keeps what it printed.
+            proc = subprocess.Popen(
+                [sys.executable, "-u", *WORKER, str(job), str(out)],
+                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )
+            try:
+                code = proc.wait(timeout=config.timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                why = f"no result after {config.timeout:g} s"
+                log_file.write(f"\n[runner.py] {name}: timed out: {why}; the worker was killed\n".encode())
+                log_file.flush()
+                _keep_log(config, name, log)
+                return rows.failed(config, base, "timeout", why)
+            except KeyboardInterrupt:
+                _kill_group(proc)  # its own session: Ctrl-C reached only us
+                raise
+        # The worker writes its result last, in one rename: if it is there, the
+        # rows are whole, whatever the exit code says. (torch_xla's exit handler
+        # exits with 1 when work a failed backend left pending fails at exit.)
+        if out.exists():
+            if code != 0:
+                _keep_log(config, name, log)
+            data = json.loads(out.read_text())
+            return rows.ModelResult(data["rows"], data["samples"], data.get("graph_breaks", []))
+        tail = _tail(log)
+        _keep_log(config, name, log)
+        if code < 0:
+            sig = _signal_name(-code)
+            return rows.failed(config, base, "crashed", f"killed by {sig}: {tail}".rstrip(": "))
+        return rows.failed(config, base, "fail_to_run", tail or f"worker exited with {code}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # real-time signals have no name
+        return f"signal {number}"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _die_with_parent() -> None:
+    """Runs in the child: have Linux kill it if the parent dies, so a killed
+    run leaves no worker behind."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _tail(log: Path) -> str:
+    """The last meaningful line of a worker's output (usually the error)."""
+    with open(log, "rb") as f:
+        f.seek(max(0, os.path.getsize(log) - 64 * 1024))
+        lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
+    lines = [ln for ln in lines if ln]
+    return lines[-1][:500] if lines else ""
+
+
+def _keep_log(config: RunConfig, name: str, log: Path) -> None:
+    """Keep a failed worker's output tail beside the CSV, for debugging."""
+    folder = store.logs_path(config.csv_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(log, "rb") as f:
+        f.seek(max(0, os.path.getsize(log) - 256 * 1024))
+        Path(folder, f"{name}.log").write_bytes(f.read())
+

@@ -1,0 +1,141 @@
+"""A/A nights: run N identical nights on this machine through the real
+nightly (runner, then gate) and count the gate's false alarms.
+
+    python -m benchmarks.tools.aa_nights --nights 20 --root results/aa [--resume] [-- RUNNER FLAGS]
+
+Every night runs the same code with the same settings (by default
+``--backends openxla_eval,torchxla_trace_once -- --only squeezenet1_1
+--repeat 8``, with the nightly's ``--use-xla-baseline --randomize-input``),
+as ``python -m benchmarks.nightly`` runs a night: the runner, ``night.json``,
+then the gate against the pooled baseline with its confirmation re-run.
+Nothing changed between the nights, so every night the gate fails is a false
+alarm.  Printed per night and counted over the nights that had a baseline:
+
+* ``night-to-night``: the old gate (each night against the one before, no
+  re-run), computed afterwards from the stored nights;
+* ``before re-run``: the gate against its stable baseline, before the
+  slower rows were measured again (``compare.json``'s ``confirmation``);
+* ``after re-run``: the gate's verdict.
+
+and the spread of the nights' median backend/baseline ratios.  Nights are
+dated from 2000-01-01 under ROOT; ``--resume`` keeps the nights already there
+and adds the rest.  Exit status: 0 when the nights ran (whatever the
+counts), 1 when a night's runner failed, 2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from benchmarks.usage import Parser, UsageError, guarded
+
+PROG = "python -m benchmarks.tools.aa_nights"
+FIRST_NIGHT = datetime.date(2000, 1, 1)
+DEFAULT_BACKENDS = "openxla_eval,torchxla_trace_once"
+DEFAULT_FLAGS = ("--only", "squeezenet1_1", "--repeat", "8")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("--nights", type=int, default=20, help="identical nights to run (default 20, at least 2)")
+    p.add_argument("--root", type=Path, default=Path("results/aa"), help="folder of the nights (default results/aa)")
+    p.add_argument("--backends", default=DEFAULT_BACKENDS, help=f"comma-separated (default {DEFAULT_BACKENDS})")
+    p.add_argument("--resume", action="store_true", help="keep the nights already under ROOT, add the rest")
+    p.add_argument("runner_args", nargs="*",
+                   help=f"runner.py flags, after -- (default: {' '.join(DEFAULT_FLAGS)})")
+    return p
+
+
+def dates(count: int) -> list[str]:
+    return [(FIRST_NIGHT + datetime.timedelta(days=i)).isoformat() for i in range(count)]
+
+
+def _judged(folder: Path) -> dict | None:
+    try:
+        return json.loads((folder / "compare.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_nights(args: argparse.Namespace) -> int:
+    from benchmarks import nightly
+
+    flags = args.runner_args or list(DEFAULT_FLAGS)
+    for date in dates(args.nights):
+        if _judged(args.root / date) is not None:
+            continue  # resumed: this night ran and was judged
+        print(f"{PROG}: night {date}", file=sys.stderr)
+        code = nightly.main(["--root", str(args.root), "--date", date, "--backends", args.backends,
+                             "--", *flags])
+        if code not in (0, 1):
+            print(f"{PROG}: night {date} exited with status {code}; stopping", file=sys.stderr)
+            return 1
+    return 0
+
+
+def tally(root: Path, nights: Sequence[str]) -> tuple[list[list[str]], dict[str, int], int]:
+    """Per night: the three verdicts; the false alarms of each gate; the
+    number of nights judged (those with a baseline)."""
+    from benchmarks.results import compare, history
+
+    table, alarms, judged = [], {"night-to-night": 0, "before re-run": 0, "after re-run": 0}, 0
+    for previous, date in zip([None, *nights], nights):
+        verdict = _judged(root / date)
+        if not verdict or verdict.get("baseline") is None:
+            table.append([date, "-", "(no baseline)", "-", "-"])
+            continue
+        judged += 1
+        old = compare.compare(root / previous / history.RESULT, root / date / history.RESULT)
+        confirmation = verdict.get("confirmation") or {}
+        before = confirmation.get("exit_code_before", verdict["exit_code"])
+        codes = {"night-to-night": compare.exit_code(old), "before re-run": before,
+                 "after re-run": verdict["exit_code"]}
+        for gate, code in codes.items():
+            alarms[gate] += code
+        table.append([date, compare.verdict(old), confirmation.get("verdict_before", verdict["verdict"]),
+                      verdict["verdict"], _ratios(root / date)])
+    return table, alarms, judged
+
+
+def _ratios(folder: Path) -> str:
+    from benchmarks.results import compare
+
+    from benchmarks.results import stats
+
+    ratios = compare.paired_ratios(folder / "performance.csv")
+    return ", ".join(f"{key.backend} {stats.median(r):.3f}"
+                     for key, r in sorted(ratios.items(), key=lambda item: item[0].sort_key()) if r)
+
+
+def report(root: Path, nights: Sequence[str]) -> str:
+    from tabulate import tabulate
+
+    table, alarms, judged = tally(root, nights)
+    counts = ", ".join(f"{gate} {n}" for gate, n in alarms.items())
+    return (tabulate(table, headers=["night", "night-to-night", "stable, before re-run", "after re-run",
+                                     "median ratio per backend"]) +
+            f"\n\nfalse alarms over {judged} judged night(s): {counts}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    def body() -> int:
+        args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        if args.nights < 2:
+            raise UsageError(f"--nights must be at least 2 (the first has no baseline), got {args.nights}")
+        if args.root.exists() and not args.root.is_dir():
+            raise UsageError(f"--root {args.root} is not a folder")
+        if args.root.is_dir() and any(args.root.iterdir()) and not args.resume:
+            raise UsageError(f"{args.root} is not empty; pass --resume to add to its nights or choose another --root")
+        code = run_nights(args)
+        print(report(args.root, [d for d in dates(args.nights) if (args.root / d).is_dir()]), end="")
+        return code
+
+    return guarded(PROG, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
