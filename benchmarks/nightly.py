@@ -196,23 +196,20 @@ def plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runner(flags: list[str]) -> int:
-    from benchmarks import cli
-
-    return cli.main(flags)
-
-
-def _runner_flags(args: argparse.Namespace, csv_path: Path) -> list[str]:
+def _check_runner_args(args: argparse.Namespace) -> None:
     clash = sorted(OWNED_FLAGS.intersection(a.split("=")[0] for a in args.runner_args))
     if clash:
         raise UsageError(f"the nightly job sets {', '.join(clash)} itself")
-    flags = [*NIGHT_FLAGS, "--backend", args.backends, "--output", str(csv_path)]
-    for regex in args.filter:
-        flags += ["-k", regex]
-    flags += args.runner_args
-    if csv_path.exists():
-        flags.append("--resume")  # a rerun (a retried CI job) completes what is there
-    return flags
+
+
+def _measure(args: argparse.Namespace, csv_path: Path, partition: tuple[int, int] | None = None) -> int:
+    """The night's runner on its backends and selection into ``csv_path``;
+    a rerun (a retried CI job) completes what is there."""
+    from benchmarks import cli
+
+    runner = _runner_record(args)
+    return cli.run_benchmarks(runner["flags"], [runner["backends"]], filters=runner["filter"],
+                              output=csv_path, partition=partition, resume=csv_path.exists())
 
 
 def _runner_record(args: argparse.Namespace) -> dict:
@@ -224,16 +221,37 @@ def _runner_record(args: argparse.Namespace) -> dict:
 def planned_models(runner: dict, shards: int, shard: int) -> list[str] | None:
     """The models shard ``shard`` of ``shards`` runs with these settings
     (the runner's own selection); None when they cannot be worked out here."""
-    from benchmarks.cli import flags, selection
+    from benchmarks import cli
 
-    argv = [*runner["flags"], "--backend", runner["backends"], *[f for r in runner["filter"] for f in ("-k", r)],
-            "--total-partitions", str(shards), "--partition-id", str(shard)]
     try:
-        args = flags.build_parser().parse_args(argv)
-        selection.use_torchbench_dir(args)
-        return selection.select_models(args)
+        return cli.planned_models(runner["flags"], [runner["backends"]], filters=runner["filter"],
+                                  partition=(shard, shards))
     except (UsageError, ImportError, OSError):
         return None
+
+
+def remeasure(night, keys: Sequence, out: Path) -> str:
+    """The gate's confirmation re-run: the experiments ``keys`` measured
+    again into ``out``, a model at a time, with the settings the night's
+    ``night.json`` records (its runner flags; ``--only`` the model, not the
+    night's filters); "" once measured, else why not."""
+    from benchmarks import cli
+    from benchmarks.results import history
+
+    if not night.runner:
+        return f"no re-run: {night.folder / history.NIGHT_FILE} does not record the runner's settings"
+    by_model: dict[str, list[str]] = {}
+    for key in keys:
+        by_model.setdefault(key.name, [])
+        if key.backend not in by_model[key.name]:
+            by_model[key.name].append(key.backend)
+    for index, (model, backends) in enumerate(by_model.items()):
+        print(f"nightly gate: measuring {model} ({', '.join(backends)}) again", file=sys.stderr)
+        code = cli.run_benchmarks(night.runner.get("flags", []), backends, only=[model], output=out,
+                                  overwrite=index == 0, resume=index > 0)
+        if code != 0:
+            return f"the re-run of {model} exited with status {code}"
+    return ""
 
 
 def _shard_record(args: argparse.Namespace, shards: int, shard: int) -> dict:
@@ -295,13 +313,12 @@ def shard(args: argparse.Namespace) -> int:
     if not 0 <= args.shard < args.shards:
         raise UsageError(f"--shard must be in [0, {args.shards - 1}], got {args.shard}")
     csv_path = shard_csv(args.root, args.date, args.shard)
-    flags = _runner_flags(args, csv_path) + ["--total-partitions", str(args.shards),
-                                             "--partition-id", str(args.shard)]
+    _check_runner_args(args)
     from benchmarks.results import history
 
     meta, record = history.shard_meta_path(csv_path.parent, args.shard), _shard_record(args, args.shards, args.shard)
     history.write_json(meta, record)
-    code = _runner(flags)
+    code = _measure(args, csv_path, (args.shard, args.shards))
     history.write_json(meta, {**record, "finished": code == 0, "exit_code": code})
     return code
 
@@ -385,7 +402,7 @@ def gate(args: argparse.Namespace) -> int:
                            args.allow_removed, args.fail_on_inconclusive)
     return gating.run(args.root, args.date, policy, window=args.baseline_nights, pin=args.pin,
                       previous=args.previous,
-                      remeasure=gating.remeasure_with_runner if args.confirm else None)
+                      remeasure=remeasure if args.confirm else None)
 
 
 def run_all(args: argparse.Namespace) -> int:
@@ -394,11 +411,11 @@ def run_all(args: argparse.Namespace) -> int:
     from benchmarks.results import history
 
     folder = night_dir(args.root, args.date)
-    flags = _runner_flags(args, folder / RESULT)
+    _check_runner_args(args)
     record = _shard_record(args, 1, 0)
     # Partial until the runner has finished: a night killed on the way is never a baseline.
     history.update_json(folder / history.NIGHT_FILE, history.night_record(args.date, {0: record}, [0], set(), 1))
-    code = _runner(flags)
+    code = _measure(args, folder / RESULT)
     if (folder / RESULT).is_file():
         _record_night(args.root, args.date, {0: {**record, "finished": code == 0, "exit_code": code}}, [0], 1)
         record_ci_run(folder, os.environ)

@@ -243,15 +243,26 @@ def test_a_rerun_that_cannot_run_leaves_the_row_slower(tmp_path):
     assert gate.run(root, DATES[3], gate.Policy(), remeasure=lambda night, keys, out: "it crashed") == 1
     assert _verdict(root, DATES[3])["confirmation"]["note"] == "it crashed"
     (root / DATES[3] / history.NIGHT_FILE).unlink()  # a night that did not record its settings
-    assert gate.run(root, DATES[3], gate.Policy()) == 1
+    assert gate.run(root, DATES[3], gate.Policy(), remeasure=nightly.remeasure) == 1
     assert "does not record the runner's settings" in _verdict(root, DATES[3])["confirmation"]["note"]
 
 
-def test_rerun_flags_repeat_the_nights_settings_for_one_model(tmp_path):
-    runner = {"flags": [*nightly.NIGHT_FLAGS, "--repeat", "8", "-k", "^s"]}
-    assert gate.runner_flags(runner, "squeezenet1_1", ["a", "b"], tmp_path / "x.csv", first=True) == [
-        *nightly.NIGHT_FLAGS, "--repeat", "8", "-k", "^s", "--only", "squeezenet1_1", "--backend", "a,b",
-        "--output", str(tmp_path / "x.csv"), "--overwrite"]
+def test_the_rerun_repeats_the_nights_settings_a_model_at_a_time(tmp_path, monkeypatch):
+    from benchmarks import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "run_benchmarks", lambda flags, backends, **job: calls.append((flags, backends, job)) or 0)
+    runner = {"flags": [*nightly.NIGHT_FLAGS, "--repeat", "8", "-k", "^s"], "backends": "a,b", "filter": ["^r"]}
+    night = history.Night("2026-01-05", tmp_path, {"runner": runner})
+    keys = [store.ExperimentKey("builtin", n, b, "xla", "cpu", 1, "inference", "float32", "static")
+            for n, b in (("squeezenet1_1", "a"), ("resnet18", "b"), ("squeezenet1_1", "b"))]
+    assert nightly.remeasure(night, keys, tmp_path / "x.csv") == ""
+    assert [(backends, job["only"], job["overwrite"], job["resume"]) for _, backends, job in calls] == [
+        (["a", "b"], ["squeezenet1_1"], True, False), (["b"], ["resnet18"], False, True)]
+    args = cli._job(*calls[0][:2], **calls[0][2])  # the night's settings; --only the model, not its filter ^r
+    assert (args.repeat, args.filter, args.only, args.backend, args.output, args.overwrite) == (
+        8, ["^s"], ["squeezenet1_1"], ["a,b"], str(tmp_path / "x.csv"), True)
+    assert args.performance and args.use_xla_baseline and args.randomize_input
 
 
 # --------------------------------------------------------------------------

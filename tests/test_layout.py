@@ -49,6 +49,96 @@ def import_graph() -> nx.DiGraph:
     return graph
 
 
+# benchmarks/ in groups, and which groups each may import: a run flows
+# command line -> running -> rows in the store; results flow store ->
+# compare/merge/gate -> report/plots/dashboard -> the nightly job; the
+# standalone tools sit on top. ``usage`` is every command's error type.
+GROUPS = {
+    "benchmarks.usage": set(),
+    "benchmarks.models": set(),
+    "benchmarks.results": {"benchmarks.usage"},
+    "benchmarks.run": {"benchmarks.results", "benchmarks.models", "benchmarks.usage"},
+    "benchmarks.cli": {"benchmarks.run", "benchmarks.results", "benchmarks.usage"},
+    "benchmarks.nightly": {"benchmarks.cli", "benchmarks.results", "benchmarks.usage"},
+    "benchmarks.tools": {"benchmarks.nightly", "benchmarks.cli", "benchmarks.run", "benchmarks.results",
+                         "benchmarks.models", "benchmarks.usage"},
+}
+
+
+def _group(module: str) -> str | None:
+    return next((g for g in GROUPS if module == g or module.startswith(g + ".")), None)
+
+
+def test_every_module_of_benchmarks_is_in_a_group():
+    loose = [m for m in import_graph() if m.startswith("benchmarks.") and _group(m) is None]
+    assert loose == [], f"put these in a group of GROUPS: {loose}"
+
+
+def test_groups_import_only_the_groups_below_them():
+    graph = import_graph()
+    wrong = [(m, t) for m, t in graph.edges if _group(m) and _group(t) and _group(m) != _group(t)
+             and _group(t) not in GROUPS[_group(m)]]
+    assert wrong == [], wrong
+
+
+def _private_defined(tree: ast.AST) -> set[str]:
+    """Private names a module defines: functions, classes, attributes it
+    assigns (``self._x = ...``), variables and parameters."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def _foreign(tree: ast.AST) -> set[str]:
+    """Names a module binds to other projects' modules and objects (torch,
+    torch_xla): their private names are theirs to keep, not ours."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names
+                         if not a.name.startswith(PACKAGES))
+        elif isinstance(node, ast.ImportFrom) and not node.level and not (node.module or "").startswith(PACKAGES):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def test_no_module_reaches_into_another_ones_private_names():
+    """``from m import _x``, ``m._x``, and ``obj._x`` where ``_x`` is a
+    private name another module of the project defines and this one does
+    not: a tool needing one asks for a public hook instead. (Private
+    modules, ``_xlac``, are their package's own business.)"""
+    files = {_module_name(p): p for package in PACKAGES for p in (REPO / package).rglob("*.py")}
+    trees = {m: ast.parse(p.read_text(), str(p)) for m, p in files.items()}
+    defined = {m: _private_defined(t) for m, t in trees.items()}
+    reach = []
+    for module, tree in trees.items():
+        others = set().union(*(d for m, d in defined.items() if m != module)) - defined[module]
+        foreign = _foreign(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGES)):
+                reach += [f"{module}: from {'.' * node.level}{node.module or ''} import {a.name}"
+                          for a in node.names if a.name.startswith("_") and not a.name.startswith("__")
+                          and not any(m.endswith("." + a.name) for m in files)]
+            elif isinstance(node, ast.Attribute) and node.attr in others and _root(node.value) not in foreign:
+                reach.append(f"{module}:{node.lineno}: .{node.attr}")
+    assert reach == [], reach
+
+
 def test_no_module_imports_one_that_imports_it_back():
     cycles = list(nx.simple_cycles(import_graph()))
     assert cycles == [], cycles

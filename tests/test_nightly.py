@@ -101,16 +101,25 @@ def _shard_args(*argv):
     return nightly._parser("shard").parse_args(list(argv))
 
 
-def test_shard_runner_flags(tmp_path):
+def test_a_shard_runs_the_nights_settings_on_its_share(tmp_path, monkeypatch):
+    from benchmarks import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "run_benchmarks", lambda flags, backends, **job: calls.append((flags, backends, job)) or 0)
     args = _shard_args("--root", str(tmp_path), "--date", "2026-01-02", "--shards", "4", "--shard", "1",
                        "--backends", "openxla_eval", "--filter", "^a", "--", "--repeat", "3")
     csv_path = nightly.shard_csv(args.root, args.date, args.shard)
     assert csv_path == tmp_path / "2026-01-02" / "shards" / "shard-1.csv"
-    flags = nightly._runner_flags(args, csv_path)
-    assert flags == ["--performance", "--use-xla-baseline", "--randomize-input", "--backend", "openxla_eval",
-                     "--output", str(csv_path), "-k", "^a", "--repeat", "3"]
+    assert nightly.shard(args) == 0
+    flags, backends, job = calls[-1]
+    parsed = cli._job(flags, backends, **job)
+    assert (parsed.backend, parsed.output, parsed.filter, parsed.repeat, parsed.partition_id,
+            parsed.total_partitions, parsed.resume) == (["openxla_eval"], str(csv_path), ["^a"], 3, 1, 4, False)
+    assert parsed.performance and parsed.use_xla_baseline and parsed.randomize_input
     place_run(FIXTURES / "new.csv", csv_path)  # a partial shard from an earlier attempt
-    assert nightly._runner_flags(args, csv_path)[-1] == "--resume"
+    assert nightly.shard(_shard_args("--root", str(tmp_path), "--date", "2026-01-02", "--shards", "4",
+                                     "--shard", "1", "--backends", "openxla_eval")) == 0
+    assert cli._job(*calls[-1][:2], **calls[-1][2]).resume  # a retried job completes what is there
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -314,7 +323,9 @@ def test_second_night_compares_with_the_first(two_nights):
     markdown = (night / "compare.md").read_text()
     assert "steady" in markdown
     # Named by folder, and by the day and commit the rows carry.
-    assert "old: `2026-01-01/performance.csv (" in markdown and "new: `2026-01-02/performance.csv (" in markdown
+    assert "old: `2026-01-01/performance.csv`" in markdown and "new: `2026-01-02/performance.csv" in markdown
+    title = markdown.splitlines()[0]
+    assert "2026-01-01/performance.csv → 2026-01-02/performance.csv (" in title and ", commit " in title
     assert json.loads((night / "compare.json").read_text())["exit_code"] == 0
     with Image.open(night / "compare.png") as png:
         assert png.format == "PNG" and png.size[0] > 0

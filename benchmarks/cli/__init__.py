@@ -3,6 +3,9 @@
 
 * ``flags``: the run command's parser, built from its argument groups;
 * ``run``: validation, selection and the run (``make_config`` -> RunConfig);
+* ``run_benchmarks`` and ``planned_models``: a run (or its selection) for
+  callers that set backends, selection, shard and output themselves (the
+  nightly job and its confirmation re-run), on top of ``runner.py`` flags;
 * ``compare``: the gate's command line; ``merge`` and ``dashboard`` keep
   theirs in ``benchmarks.results.merge`` and ``benchmarks.results.dashboard``.
 
@@ -11,7 +14,10 @@ line on stderr with exit code 2, never a traceback.
 """
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
+from typing import Sequence
 
 from benchmarks.run.affinity import parse_cpus
 from benchmarks.usage import UsageError, guarded
@@ -19,22 +25,60 @@ from benchmarks.cli.compare import compare_main
 from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_TARGET_CI,
                     PROFILER_TRACE_FOLDER, PROG, build_parser)
 from benchmarks.cli.run import make_config, run_command, select_models, suggested_backends
+from benchmarks.cli.selection import use_torchbench_dir
 
 __all__ = ["ADAPTIVE_MAX_REPEAT", "DEFAULT_BACKENDS", "DEFAULT_MIN_REPEAT", "DEFAULT_TARGET_CI",
            "PROFILER_TRACE_FOLDER", "PROG", "SUBCOMMANDS", "UsageError", "build_parser", "compare_main",
-           "main", "make_config", "parse_cpus", "select_models", "suggested_backends"]
+           "main", "make_config", "parse_cpus", "planned_models", "run_benchmarks", "select_models",
+           "suggested_backends"]
 
 
 def main(argv: list[str]) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         name, rest = argv[0], argv[1:]
         return guarded(f"{PROG} {name}", lambda: SUBCOMMANDS[name](rest))
+    return _run(lambda: build_parser().parse_args(argv))
+
+
+def _run(make_args) -> int:
     try:
-        return guarded(PROG, lambda: run_command(build_parser().parse_args(argv)))
+        return guarded(PROG, lambda: run_command(make_args()))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; rows written so far are kept (rerun with --resume)",
               file=sys.stderr)
         return 130
+
+
+def _job(flags: Sequence[str], backends: Sequence[str], *, output: Path | None = None,
+         filters: Sequence[str] = (), only: Sequence[str] = (), partition: tuple[int, int] | None = None,
+         resume: bool = False, overwrite: bool = False) -> argparse.Namespace:
+    """``flags`` (runner.py's settings) parsed, with what the caller sets itself."""
+    args = build_parser().parse_args(list(flags))
+    args.backend = [",".join(backends)]
+    args.filter = [*args.filter, *filters]
+    if only:
+        args.only = [*(args.only or []), *only]
+    if output is not None:
+        args.output = str(output)
+    if partition is not None:
+        args.partition_id, args.total_partitions = partition
+    args.resume, args.overwrite = args.resume or resume, args.overwrite or overwrite
+    return args
+
+
+def run_benchmarks(flags: Sequence[str], backends: Sequence[str], **job) -> int:
+    """Run as ``runner.py flags`` would, with backends, selection (``filters``,
+    ``only``), shard (``partition``: index, count), ``output`` and
+    ``resume``/``overwrite`` given by the caller; the exit status."""
+    return _run(lambda: _job(flags, backends, **job))
+
+
+def planned_models(flags: Sequence[str], backends: Sequence[str], **job) -> list[str]:
+    """The models ``run_benchmarks`` with these arguments would run (raises
+    ``UsageError`` when they cannot be worked out, e.g. a bad flag)."""
+    args = _job(flags, backends, **job)
+    use_torchbench_dir(args)
+    return select_models(args)
 
 
 def _merge(argv: list[str]) -> int:

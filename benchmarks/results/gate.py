@@ -27,7 +27,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from benchmarks.results import compare, history
 from benchmarks.usage import UsageError
@@ -56,34 +56,6 @@ class Policy:
 Remeasure = Callable[[history.Night, Sequence, Path], str]
 
 
-def runner_flags(runner: Mapping, model: str, backends: Sequence[str], out: Path, first: bool) -> list[str]:
-    """``runner.py`` flags that measure ``model`` on ``backends`` again as
-    the night did (``runner["flags"]``: its settings, less backends,
-    selection and output), only that model (``--only`` wins over a ``-k``)."""
-    return [*runner.get("flags", []), "--only", model, "--backend", ",".join(backends),
-            "--output", str(out), "--overwrite" if first else "--resume"]
-
-
-def remeasure_with_runner(night: history.Night, keys: Sequence, out: Path) -> str:
-    """Measure the experiments ``keys`` again into ``out`` with the runner,
-    a model at a time, with the settings in the night's ``night.json``."""
-    if not night.runner:
-        return f"no re-run: {night.folder / history.NIGHT_FILE} does not record the runner's settings"
-    from benchmarks import cli
-
-    by_model: dict[str, list[str]] = {}
-    for key in keys:
-        by_model.setdefault(key.name, [])
-        if key.backend not in by_model[key.name]:
-            by_model[key.name].append(key.backend)
-    for index, (model, backends) in enumerate(by_model.items()):
-        print(f"nightly gate: measuring {model} ({', '.join(backends)}) again", file=sys.stderr)
-        code = cli.main(runner_flags(night.runner, model, backends, out, first=index == 0))
-        if code != 0:
-            return f"the re-run of {model} exited with status {code}"
-    return ""
-
-
 def _confirmed(comparison: compare.Comparison, baseline: history.Baseline, night: history.Night,
                policy: Policy, remeasure: Remeasure | None) -> compare.Comparison:
     slower = [row.key for row in comparison.rows if row.mark == compare.SLOWER]
@@ -103,7 +75,7 @@ def _confirmed(comparison: compare.Comparison, baseline: history.Baseline, night
 
 
 def judge(root: Path, date: str, baseline: history.Baseline, policy: Policy,
-          remeasure: Remeasure | None = remeasure_with_runner) -> compare.Comparison:
+          remeasure: Remeasure | None = None) -> compare.Comparison:
     """Night ``date`` compared with ``baseline``, slower rows re-measured."""
     night = history.read_night(root / date)
     comparison = compare.compare(list(baseline.runs), night.csv, **policy.kwargs(),
@@ -152,7 +124,7 @@ def _write(folder: Path, markdown: str, json_text: str) -> None:
 
 def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_NIGHTS,
         pin: str | None = None, previous: Path | None = None,
-        remeasure: Remeasure | None = remeasure_with_runner) -> int:
+        remeasure: Remeasure | None = None) -> int:
     """The gate step for night ``date`` under ``root``; its exit status."""
     folder = root / date
     if not (folder / history.RESULT).is_file():

@@ -275,7 +275,7 @@ SAME_CODE_SUITE = {"seed": "builtin"}
 
 
 def _key_value(column: str, value: Any) -> Any:
-    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+    if is_missing(value) or (isinstance(value, str) and not value.strip()):
         return None
     if column == "suite":
         return SAME_CODE_SUITE.get(str(value), str(value))
@@ -335,7 +335,8 @@ def pair_experiments(old: Iterable[ExperimentKey], new: Iterable[ExperimentKey]
     return sorted(pairs, key=lambda pair: (pair[0] or pair[1]).sort_key())
 
 
-def _is_missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
+    """None, NaN or pandas' NA: a cell with no value."""
     if value is None:
         return True
     try:

@@ -45,10 +45,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from benchmarks.results.schema import (  # noqa: F401 - the schema, re-exported: results.X reads as before
+from benchmarks.results.schema import (  # noqa: F401 - the schema, re-exported: store.X reads as schema.X
     COLUMNS, CSV_COLUMNS, Column, ExperimentKey, FAILURE_STATUSES, GRAPH_BREAK_COLUMNS,
     GROUP_COLUMNS, KEY_COLUMNS, SAME_CODE_SUITE, SAMPLE_ROLES, SCHEMA_VERSION, SETTING_COLUMNS,
-    STATUS_PASS, _is_missing, experiment_key, groups, is_finite, key_fields, latest,
+    STATUS_PASS, is_missing, experiment_key, groups, is_finite, key_fields, latest,
     measures, migrate, pair_experiments, passed,
 )
 
@@ -239,7 +239,7 @@ def read_text(path: str | os.PathLike) -> str:
 
 
 def _cell(value: Any) -> str:
-    if _is_missing(value):
+    if is_missing(value):
         return ""
     if isinstance(value, (float, np.floating)):
         return repr(float(value))  # repr: shortest string that round-trips exactly

@@ -25,6 +25,8 @@ a runner runs: placement builds runners, this module only times them.
 """
 from __future__ import annotations
 
+import gc
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Sequence
@@ -165,3 +167,22 @@ def _timed(runner: Runner, inputs, clock, timing: Timings, phase: str, shape: Ha
     except Exception as err:  # noqa: BLE001 - a runner's failure is data
         timing.error = err
         return None
+
+
+def round_robin(variants, repeat: int, calls: int, one_call) -> dict[str, float]:
+    """Median of ``one_call(variant)`` per variant over ``repeat`` rounds of
+    ``calls`` calls each, rotating the order every round, with the garbage
+    collector off: the standalone tools' interleaved timing of variants of
+    one piece of work (``benchmarks.tools``), where ``measure`` times a
+    model's runners."""
+    samples = {v: [] for v in variants}
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(repeat):
+            k = r % len(variants)
+            for v in variants[k:] + variants[:k]:
+                samples[v] += [one_call(v) for _ in range(calls)]
+    finally:
+        gc.enable()
+    return {v: statistics.median(s) for v, s in samples.items()}

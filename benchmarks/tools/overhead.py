@@ -54,6 +54,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchmarks.run.measure import round_robin
+
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 GRAPHS = ("tiny_mlp", "resnet18", "many_inputs")
@@ -259,22 +261,6 @@ class Subject:
         return max(1, min(MAX_CALLS, int(SAMPLE_S / max(per_call, 1e-7))))
 
 
-def _round_robin(variants, repeat: int, calls: int, one_call) -> dict[str, float]:
-    """Median of ``one_call(variant)`` per variant over ``repeat`` rounds of
-    ``calls`` calls each, rotating the order every round."""
-    samples = {v: [] for v in variants}
-    gc.collect()
-    gc.disable()
-    try:
-        for r in range(repeat):
-            k = r % len(variants)
-            for v in variants[k:] + variants[:k]:
-                samples[v] += [one_call(v) for _ in range(calls)]
-    finally:
-        gc.enable()
-    return {v: statistics.median(s) for v, s in samples.items()}
-
-
 def measure(subject: Subject, repeat: int) -> dict:
     """Median latency per variant (``TIMED``), median host time per ``HOST``
     variant, and the number of calls behind each latency."""
@@ -282,9 +268,9 @@ def measure(subject: Subject, repeat: int) -> dict:
 
     calls = subject.calls_per_turn()
     with torch.no_grad():
-        latency = _round_robin(TIMED, repeat, calls, subject.latency)
+        latency = round_robin(TIMED, repeat, calls, subject.latency)
         with subject.stubbed_execution():
-            host = _round_robin(HOST, repeat, HOST_CALLS, subject.host)
+            host = round_robin(HOST, repeat, HOST_CALLS, subject.host)
     return {"latency": latency, "host": host, "calls": repeat * calls}
 
 
