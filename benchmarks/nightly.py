@@ -48,6 +48,11 @@ them.  The previous nights live on a git branch (default ``nightly-results``)
 holding ``<date>/performance.{csv,jsonl,md,png}`` and ``<date>/compare.*``:
 the gate needs the previous night and the dashboard needs them all, and
 workflow artifacts expire, so a branch is the durable home.
+
+One module, though over 400 lines: it is the job's script, one small step
+function per CI step, and every step shares the night's paths, records and
+command line; the work itself is elsewhere (the run in ``benchmarks.cli``,
+the judging in ``benchmarks.results.gate``, the store in ``results``).
 """
 from __future__ import annotations
 

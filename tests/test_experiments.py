@@ -151,10 +151,10 @@ class _Mixed(torch.nn.Module):
 
 
 @pytest.mark.parametrize("make", [
-    lambda m: placement.baseline_runner(m, use_xla=False, precision="bf16"),
-    lambda m: placement.baseline_runner(m, use_xla=True, precision="bf16"),
-    lambda m: placement.backend_runner(m, "eager", precision="bf16"),
-    lambda m: placement.backend_runner(m, "torchxla_trace_once", precision="bf16"),
+    lambda m: placement.baseline_contender(m, use_xla=False, precision="bf16"),
+    lambda m: placement.baseline_contender(m, use_xla=True, precision="bf16"),
+    lambda m: placement.backend_contender(m, "eager", precision="bf16"),
+    lambda m: placement.backend_contender(m, "torchxla_trace_once", precision="bf16"),
 ], ids=["eager", "xla", "eager-backend", "trace_once"])
 def test_every_runner_casts_model_and_floating_inputs_alike(make):
     runner = make(_Mixed())
@@ -164,8 +164,8 @@ def test_every_runner_casts_model_and_floating_inputs_alike(make):
 
 
 def test_amp_runs_under_autocast_on_the_runners_device():
-    for runner in (placement.baseline_runner(_Mixed(), use_xla=False, precision="amp"),
-                   placement.baseline_runner(_Mixed(), use_xla=True, precision="amp")):
+    for runner in (placement.baseline_contender(_Mixed(), use_xla=False, precision="amp"),
+                   placement.baseline_contender(_Mixed(), use_xla=True, precision="amp")):
         ids, x = runner.prepare((torch.tensor([[1, 2]]), torch.randn(1, 2, 4)))
         assert x.dtype == torch.float32  # amp casts nothing itself
         assert runner.step((ids, x)).dtype == torch.bfloat16  # autocast did

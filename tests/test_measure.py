@@ -1,7 +1,7 @@
 """The timing loop, driven by a fake clock: what is timed, in which order."""
 import pytest
 
-from benchmarks.run.measure import Runner, measure
+from benchmarks.run.measure import Contender, measure
 
 
 class FakeClock:
@@ -26,7 +26,7 @@ class FakeClock:
                 raise RuntimeError(f"{name} failed")
             self.now += durations[min(n, len(durations) - 1)]
 
-        return Runner(name, step, prepare=lambda inputs: inputs)
+        return Contender(name, step, prepare=lambda inputs: inputs)
 
 
 def test_first_call_timed_alone_then_warmup_untimed():
@@ -103,7 +103,7 @@ def test_a_cycle_of_shapes_warms_each_up_and_keeps_samples_apart():
         clock.now += 10.0 if shape not in seen else float(shape)
         seen.add(shape)
 
-    back = Runner("back", step)
+    back = Contender("back", step)
     draws = []
 
     def draw(i, shape):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.results import report, store
+from benchmarks.results import report, store, tables
 
 GOLDEN = Path(__file__).parent / "golden"
 TITLE = "Speedup over baseline"
@@ -424,7 +424,7 @@ def test_an_accuracy_title_says_dynamic_shapes(tmp_path):
 def test_standalone_tables_format_numbers_as_the_report_does():
     from benchmarks.tools import overhead
 
-    text = report.render_table(["model", "ms", "runs"], [["a", 1234.5, 3], ["bb", None, 12]], missing="-")
+    text = tables.render_table(["model", "ms", "runs"], [["a", 1234.5, 3], ["bb", None, 12]], missing="-")
     assert [line.split() for line in text.splitlines()[2:]] == [["a", "1234", "3"], ["bb", "-", "12"]]
     lines = text.splitlines()
     assert lines[2].index("1234") + 3 == lines[3].index("-")  # right-aligned: "-" under the last digit

@@ -38,14 +38,14 @@ def test_accuracy_in_training_compares_first_steps(config):
 
 
 def test_a_backend_that_cannot_be_built_gets_its_row(config, monkeypatch):
-    real = placement.backend_runner
+    real = placement.backend_contender
 
     def broken(module, backend, *args, **kwargs):
         if backend == "aot_eager":
             raise RuntimeError("cannot place\nthis module")
         return real(module, backend, *args, **kwargs)
 
-    monkeypatch.setattr(placement, "backend_runner", broken)
+    monkeypatch.setattr(placement, "backend_contender", broken)
     rows = {r["backend"]: r for r in worker.run_model(
         config.replace(backends=("eager", "aot_eager")), "ok_mlp").rows}
     assert rows["eager"]["status"] == "pass"

@@ -13,7 +13,8 @@ Offers:
   0 pass, 1 fail, 2 bad input or an output that cannot be written.
 
 Each run's view of its experiments (rows and raw samples, pooled reference
-runs, labels) is read by ``benchmarks.results.pairing``. Compute first, render second (the shape of google/benchmark's
+runs, labels) is read by ``benchmarks.results.pairing``. Compute first,
+render second (the shape of google/benchmark's
 ``get_difference_report`` / ``print_difference_report``): the renderers only
 format what ``compare`` decided, so they are testable against golden files.
 
@@ -50,6 +51,10 @@ The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
 Within one file the last row (and the last samples record of each role) of a
 pair wins, as in ``benchmarks.results.report``: a re-run appended to the same CSV
 replaces the earlier attempt.
+
+One module, though over 600 lines: the rules above, their statistics and
+the three renderings of their verdicts must say the same thing; reading
+the runs lives apart (``pairing``), and the renderers only format.
 """
 from __future__ import annotations
 

@@ -18,32 +18,32 @@ Offers:
 * ``persistent_cache_warning(df)`` -- a line when ``--compile-cache`` never
   loaded an executable it tried to load.
 * ``render_markdown(df, title=...) -> str`` and ``render_console(df) -> str``.
-* ``render_table(headers, rows)`` -- any table of numbers and text, formatted
-  as the report's are (for the standalone measurements' tables too).
 * ``write_markdown(csv_path, title=None) -> Path`` -- renders the stored CSV
   into the ``.md`` beside it, linking the graph-break CSV.
 * ``finish(csv_path) -> str`` -- what a run (or a merge) renders at its end:
   the plot and the markdown beside the CSV; returns the console report.
   ``report_files(csv_path, accuracy)``: the files a run leaves beside its CSV.
 
-Everything is computed from the data first and only then formatted; the
-renderers return strings and never print, so they are testable against golden
-files. Numbers in tables are right-aligned, in fixed point (never an
-exponent), whole numbers as such and others to three significant digits.  If an experiment (``store.experiment_key``) appears more than once
-(a re-run appended to the same CSV), the last row wins.
+Everything is computed from the data first and only then formatted
+(``benchmarks.results.tables``); the renderers return strings and never
+print, so they are testable against golden files. If an experiment
+(``store.experiment_key``) appears more than once (a re-run appended to the
+same CSV), the last row wins.
+
+One module, though long: every table here is a view of the same run's rows
+for the same page, sharing its captions, its notes and its choice of rows
+(the latest of each experiment, the passing ones); split by table, each
+piece would import all the others' captions to render one page.
 """
 from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-from tabulate import tabulate
 
-from benchmarks.results import store, stats
+from benchmarks.results import stats, store, tables
 
 DEFAULT_TITLE = "Speedup over baseline"
 ACCURACY_TITLE = "Accuracy against baseline"
@@ -68,7 +68,6 @@ BASELINES = {
 EAGER_NOTE = ("The baseline is PyTorch eager on the host (the default), so a speedup also "
               "counts what moving the model to XLA changes; to measure the backends against "
               "lazy XLA, rerun with --use-xla-baseline.")
-SIGNIFICANT = 3  # significant digits of a number that is not whole
 
 
 # --------------------------------------------------------------------------
@@ -176,7 +175,7 @@ def accuracy_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         why = row.get("error") if not store.passed(row) and isinstance(row.get("error"), str) else ""
         rows.append([row["name"], row.get("batch_size"), row["backend"], verdict,
                      row.get("max_error"), row.get("tolerance"), why])
-    return ["name", "batch_size", "backend", "verdict", "max error", "tolerance", "why"], _cells(rows)
+    return ["name", "batch_size", "backend", "verdict", "max error", "tolerance", "why"], tables.cells(rows)
 
 
 def accuracy_summary(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
@@ -211,7 +210,7 @@ def latency_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             cells = [_latency(by_backend.get(b)) for b in backends]
             rows.append([name, _batch_size(model_rows),
                          baseline if store.is_finite(baseline) else MISSING, *cells])
-    return ["name", "batch_size", "baseline ms", *(f"{b} ms" for b in backends)], _cells(rows)
+    return ["name", "batch_size", "baseline ms", *(f"{b} ms" for b in backends)], tables.cells(rows)
 
 
 def _values(df: pd.DataFrame, column: str, unknown: str) -> str:
@@ -288,7 +287,7 @@ def graph_break_table(breaks: pd.DataFrame) -> tuple[list[str], list[list[str]]]
         distinct = own.drop_duplicates(subset=["reason", "user_frame"])
         rows.append([name, len(distinct), ", ".join(map(str, _unique(own["backend"]))),
                      str(distinct.iloc[0]["reason"])])
-    return ["name", "graph breaks", "backends", "first reason"], _cells(rows)
+    return ["name", "graph breaks", "backends", "first reason"], tables.cells(rows)
 
 
 # What the compiler-metrics table shows: header -> CSV column.
@@ -389,7 +388,7 @@ def metrics_table(df: pd.DataFrame, columns: dict[str, str] | None = None
     latest = store.latest(df)
     rows = [[row["name"], row.get("batch_size"), row["backend"], *(row[c] for c in present.values())]
             for _, row in latest.iterrows() if store.passed(row)]
-    return ["name", "batch_size", "backend", *present], _cells(rows)
+    return ["name", "batch_size", "backend", *present], tables.cells(rows)
 
 
 def memory_note(headers: list[str]) -> str:
@@ -399,39 +398,6 @@ def memory_note(headers: list[str]) -> str:
     if not any("device" in h for h in headers):
         text += f" {NO_DEVICE_MEMORY}"
     return text.strip()
-
-
-def _is_number(value: Any) -> bool:
-    return not isinstance(value, (str, bool)) and value is not None and not pd.isna(value)
-
-
-def _fixed(value: float) -> str:
-    """``value`` to ``SIGNIFICANT`` digits in fixed point, its whole part in
-    full: 3831.2 -> "3831", 15.52 -> "15.5", 0.07123 -> "0.0712"."""
-    if not math.isfinite(value):
-        return str(value)
-    rounded = float(f"{value:.{SIGNIFICANT}g}")
-    if rounded == 0:
-        return "0"
-    decimals = max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(rounded))))
-    return f"{value:.{decimals}f}"
-
-
-def _column(values: list, missing: str = "") -> list[str]:
-    """One column's cells: text as it is, a missing value ``missing``, numbers
-    as whole numbers when every one is, else each to ``SIGNIFICANT`` digits."""
-    numbers = [float(v) for v in values if _is_number(v)]
-    whole = all(v.is_integer() for v in numbers if math.isfinite(v))
-    return [(str(int(v)) if whole and math.isfinite(v) else _fixed(float(v))) if _is_number(v)
-            else missing if v is None or pd.isna(v) else str(v) for v in values]
-
-
-def _cells(rows: list[list], missing: str = "") -> list[list[str]]:
-    """``rows`` with every column formatted by ``_column``."""
-    if not rows:
-        return []
-    columns = [_column(list(values), missing) for values in zip(*rows)]
-    return [list(row) for row in zip(*columns)]
 
 
 def headroom_share(speedup: float, low: float, high: float, limit: float) -> tuple[str, str]:
@@ -471,7 +437,7 @@ def headroom_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         share, left = headroom_share(row["speedup"], low, high, limit)
         rows.append([row["name"], row.get("batch_size"), row["backend"],
                      _format_speedup(row["speedup"], low, high), f"{limit:.2f}x", share, left])
-    return ["name", "batch_size", "backend", "speedup", "zero-overhead limit", "share captured", "left"], _cells(rows)
+    return ["name", "batch_size", "backend", "speedup", "zero-overhead limit", "share captured", "left"], tables.cells(rows)
 
 
 def persistent_cache_warning(df: pd.DataFrame) -> str | None:
@@ -501,35 +467,12 @@ def unstable(df: pd.DataFrame) -> list[tuple[str, str, str]]:
 # Render
 
 
-MARKDOWN = "pipe"  # GitHub's tables, with the alignment row that right-aligns numbers
-# A cell that is a number, with its unit, interval or count: "1.50x [1.40, 1.60]",
-# "85% [70%, 100%]", "1/2", "1 of 3", "0.0712".
-_NUMBER = re.compile(r"^[-+]?\d[\d.,]*(x|%)?(/\d+)*( \[.*\]| \(n=\d+\)| of \d+)?$")
-
-
-def _render(headers: list[str], rows: list[list[str]], tablefmt: str) -> str:
-    """``rows`` (cells already formatted) as a table: a column holding any
-    number right-aligned, the others left; in markdown, a pipe in a cell
-    escaped so that it does not split the cell."""
-    if tablefmt == MARKDOWN:
-        rows = [[cell.replace("|", "\\|") for cell in row] for row in rows]
-    align = ["right" if any(_NUMBER.match(row[i]) for row in rows) else "left" for i in range(len(headers))]
-    # disable_numparse: cells are already formatted; keep them verbatim.
-    return tabulate(rows, headers=headers, tablefmt=tablefmt, colalign=align, disable_numparse=True)
-
-
-def render_table(headers: list[str], rows: list[list], tablefmt: str = "simple", missing: str = "") -> str:
-    """``rows`` of numbers and text as a table, formatted as the report's
-    are: numbers in fixed point, right-aligned; a missing value ``missing``."""
-    return _render(list(headers), _cells([list(row) for row in rows], missing), tablefmt)
-
-
 def _table(df: pd.DataFrame, tablefmt: str) -> str:
-    return _render(*speedup_table(df), tablefmt)
+    return tables.render(*speedup_table(df), tablefmt)
 
 
 def _verdicts(df: pd.DataFrame, tablefmt: str) -> str:
-    return _render(*accuracy_table(df), tablefmt)
+    return tables.render(*accuracy_table(df), tablefmt)
 
 
 def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | None = None,
@@ -550,7 +493,7 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
         parts += _speed_sections(df, plot)
     failed = failures(df, logs)
     if failed:
-        listing = _render(["name", "backend", "status", "reason", "log"], [list(f) for f in failed], MARKDOWN)
+        listing = tables.render(["name", "backend", "status", "reason", "log"], [list(f) for f in failed], tables.MARKDOWN)
         parts += ["## Failures", "", listing, ""]
     parts += _metric_sections(df)  # an accuracy run's too: its fallback ops, compiles
     if graph_breaks is not None:
@@ -561,8 +504,8 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
 def _accuracy_sections(df: pd.DataFrame) -> list[str]:
     parts = [ACCURACY_EXPLANATION, ""]
     for group in store.groups(df):
-        parts += [f"{caption(group)}.", "", _render(*accuracy_summary(group), MARKDOWN), "",
-                  _render(*accuracy_table(group), MARKDOWN), ""]
+        parts += [f"{caption(group)}.", "", tables.render(*accuracy_summary(group), tables.MARKDOWN), "",
+                  tables.render(*accuracy_table(group), tables.MARKDOWN), ""]
     return parts
 
 
@@ -575,12 +518,12 @@ def _speed_sections(df: pd.DataFrame, plot: str | None) -> list[str]:
     for group in sections:
         if len(sections) > 1:
             parts += [f"## {describe(group)}", ""]
-        parts += [f"{caption(group)}.", "", _table(group, MARKDOWN), ""]
+        parts += [f"{caption(group)}.", "", _table(group, tables.MARKDOWN), ""]
     if plot:
         parts += [f"![speedups]({plot})", ""]
     headers, rows = latency_table(df)
     if rows and any(cell != MISSING for row in rows for cell in row[2:]):
-        parts += ["## Latency", "", LATENCY_NOTE, "", _render(headers, rows, MARKDOWN), ""]
+        parts += ["## Latency", "", LATENCY_NOTE, "", tables.render(headers, rows, tables.MARKDOWN), ""]
     return parts
 
 
@@ -589,22 +532,22 @@ def _metric_sections(df: pd.DataFrame) -> list[str]:
     shaky = unstable(df)
     if shaky:
         parts += ["## Unstable measurements", "", f"To firm them up, {UNSTABLE_REMEDY}.", "",
-                  _render(["name", "backend", "why"], [list(s) for s in shaky], MARKDOWN), ""]
+                  tables.render(["name", "backend", "why"], [list(s) for s in shaky], tables.MARKDOWN), ""]
     headers, rows = headroom_table(df)
     if rows:
-        parts += ["## Headroom", "", HEADROOM_NOTE, "", _render(headers, rows, MARKDOWN), ""]
+        parts += ["## Headroom", "", HEADROOM_NOTE, "", tables.render(headers, rows, tables.MARKDOWN), ""]
     headers, rows = metrics_table(df)
     if rows:
         notes = [FIRST_CALL_NOTE, ""] if "first call" in headers else []
         if {"compiles/iter", "execute ms/iter", "host ms/iter"} & set(headers):
             notes += [PER_STEP_NOTE, ""]
-        parts += ["## Compiler metrics", "", *notes, _render(headers, rows, MARKDOWN), ""]
+        parts += ["## Compiler metrics", "", *notes, tables.render(headers, rows, tables.MARKDOWN), ""]
     cache = persistent_cache_warning(df)
     if cache:
         parts += [f"Warning: {cache}.", ""]
     headers, rows = metrics_table(df, MEMORY)
     if rows:
-        parts += ["## Memory", "", memory_note(headers), "", _render(headers, rows, MARKDOWN), ""]
+        parts += ["## Memory", "", memory_note(headers), "", tables.render(headers, rows, tables.MARKDOWN), ""]
     return parts
 
 
@@ -614,7 +557,7 @@ def _graph_break_section(breaks: pd.DataFrame, link: str | None) -> list[str]:
     if not rows:
         return ["## Graph breaks", "", f"Dynamo broke no graph ({where}).", ""]
     return ["## Graph breaks", "", f"Every break with its reason and user frame: {where}.", "",
-            _render(headers, rows, MARKDOWN), ""]
+            tables.render(headers, rows, tables.MARKDOWN), ""]
 
 
 def render_console(df: pd.DataFrame, logs: Path | None = None) -> str:

@@ -1,15 +1,15 @@
 """The timing loop: a timed first call, warm-up, then interleaved repeats.
 
-``measure(runners, draw_inputs, warmup=..., repeat=...)`` runs every runner
-(the baseline and each backend) and returns, per runner, its first-call time
+``measure(contenders, draw_inputs, warmup=..., repeat=...)`` runs every contender
+(the baseline and each backend) and returns, per contender, its first-call time
 and its timed samples, or the error that stopped it. Nothing here knows what
-a runner runs: placement builds runners, this module only times them.
+a contender runs: placement builds contenders, this module only times them.
 
 * The first call is timed on its own: for a compiled backend it is trace plus
   compile (``compilation_latency``), for the lazy baseline its first compile.
-* Repeats interleave the runners, so frequency scaling and load from other
+* Repeats interleave the contenders, so frequency scaling and load from other
   processes hit all of them alike; the order rotates every repeat so that no
-  runner always follows the same one.
+  contender always follows the same one.
 * With ``randomize``, fresh inputs are drawn and placed before each repeat,
   outside the timer.
 * With several ``shapes`` (a cycle of batch sizes), each shape gets its own
@@ -33,9 +33,9 @@ from typing import Any, Callable, Hashable, Sequence
 
 
 @dataclass
-class Runner:
+class Contender:
     """One way of running the model: ``prepare`` places host inputs where this
-    runner needs them (untimed); ``step`` runs one iteration and returns only
+    contender needs them (untimed); ``step`` runs one iteration and returns only
     once the device is done."""
 
     name: str
@@ -76,7 +76,7 @@ class Timings:
 
 
 def measure(
-    runners: list[Runner],
+    contenders: list[Contender],
     draw_inputs: Callable[[int, Hashable], Any],
     *,
     warmup: int,
@@ -88,16 +88,16 @@ def measure(
     min_repeat: int = 1,
     enough: Callable[[dict[str, Timings]], bool] | None = None,
 ) -> dict[str, Timings]:
-    """Time ``runners``; ``draw_inputs(i, shape)`` gives the host inputs of
+    """Time ``contenders``; ``draw_inputs(i, shape)`` gives the host inputs of
     draw ``i`` at ``shape`` (draw 0: warm-up and, without ``randomize``,
     every repeat). ``repeat`` is the number of repeats, or with ``max_time``
     the most (see the module's account of adaptive repeats).
 
-    A runner that raises is stopped and keeps its error; the others go on.
+    A contender that raises is stopped and keeps its error; the others go on.
     """
     shapes = list(shapes)
-    timings = {r.name: Timings(shape_samples_s={s: [] for s in shapes}) for r in runners}
-    live = list(runners)
+    timings = {r.name: Timings(shape_samples_s={s: [] for s in shapes}) for r in contenders}
+    live = list(contenders)
     placed = {}
     for shape in shapes:
         placed[shape] = _place(live, draw_inputs(0, shape), timings)
@@ -140,13 +140,13 @@ def measure(
     return timings
 
 
-def _alive(runners, timings) -> list[Runner]:
-    return [r for r in runners if timings[r.name].ok]
+def _alive(contenders, timings) -> list[Contender]:
+    return [r for r in contenders if timings[r.name].ok]
 
 
-def _place(runners, inputs, timings) -> dict[str, tuple]:
+def _place(contenders, inputs, timings) -> dict[str, tuple]:
     placed = {}
-    for r in runners:
+    for r in contenders:
         try:
             placed[r.name] = r.prepare(inputs)
         except Exception as err:  # noqa: BLE001 - a runner's failure is data
@@ -154,15 +154,15 @@ def _place(runners, inputs, timings) -> dict[str, tuple]:
     return placed
 
 
-def _timed(runner: Runner, inputs, clock, timing: Timings, phase: str, shape: Hashable) -> float | None:
+def _timed(contender: Contender, inputs, clock, timing: Timings, phase: str, shape: Hashable) -> float | None:
     try:
-        if runner.probe:
-            runner.probe.before()
+        if contender.probe:
+            contender.probe.before()
         start = clock()
-        runner.step(inputs)
+        contender.step(inputs)
         elapsed = clock() - start
-        if runner.probe:
-            runner.probe.after(phase, shape)
+        if contender.probe:
+            contender.probe.after(phase, shape)
         return elapsed
     except Exception as err:  # noqa: BLE001 - a runner's failure is data
         timing.error = err
@@ -174,7 +174,7 @@ def round_robin(variants, repeat: int, calls: int, one_call) -> dict[str, float]
     ``calls`` calls each, rotating the order every round, with the garbage
     collector off: the standalone tools' interleaved timing of variants of
     one piece of work (``benchmarks.tools``), where ``measure`` times a
-    model's runners."""
+    model's contenders."""
     samples = {v: [] for v in variants}
     gc.collect()
     gc.disable()

@@ -1,7 +1,7 @@
-"""Where each runner runs: host or XLA device, and what one timed step is.
+"""Where each contender runs: host or XLA device, and what one timed step is.
 
-``baseline_runner`` and ``backend_runner`` turn a loaded model into
-``measure.Runner``s:
+``baseline_contender`` and ``backend_contender`` turn a loaded model into
+``measure.Contender``s:
 
 * the eager baseline runs the host module on host inputs;
 * the XLA baseline (``--use-xla-baseline``) runs the module lazily on the XLA
@@ -14,11 +14,11 @@
   the host module: the table then shows what a user would pick instead.
 
 A step is an inference call under ``torch.no_grad``, or with ``training`` a
-training step: forward, a scalar loss, backward and an SGD step. Every runner
-gets its own copy of the module (and optimizer), so no runner sees another's
+training step: forward, a scalar loss, backward and an SGD step. Every contender
+gets its own copy of the module (and optimizer), so no contender sees another's
 parameter or buffer updates.
 
-``precision`` (``config.PRECISIONS``) is applied alike by every runner: the
+``precision`` (``config.PRECISIONS``) is applied alike by every contender: the
 module copy and the floating inputs are cast to bf16/fp16 (integer inputs
 stay integers), or, for ``amp``, the step runs under ``torch.autocast`` in
 bf16 on the device that runs it (``xla`` or ``cpu``). Dynamic-shape marks
@@ -37,7 +37,7 @@ from torch.utils import _pytree as pytree
 import xla_backends
 
 from benchmarks.run.config import PRECISIONS
-from benchmarks.run.measure import Runner
+from benchmarks.run.measure import Contender
 from benchmarks.models.spec import call
 from benchmarks.run.probes import Probe
 
@@ -52,15 +52,15 @@ def runs_on_xla(backend: str) -> bool:
     return backend in XLA_BACKENDS
 
 
-def baseline_runner(module: torch.nn.Module, use_xla: bool, training: bool = False,
-                    precision: str = "fp32") -> Runner:
+def baseline_contender(module: torch.nn.Module, use_xla: bool, training: bool = False,
+                    precision: str = "fp32") -> Contender:
     name = "xla" if use_xla else "eager"
-    return _runner(name, module, use_xla, None, training, precision)
+    return _contender(name, module, use_xla, None, training, precision)
 
 
-def backend_runner(module: torch.nn.Module, backend: str, training: bool = False,
+def backend_contender(module: torch.nn.Module, backend: str, training: bool = False,
                    precision: str = "fp32", on_graph=None, compile_step: bool = False,
-                   step_as_written: bool = False) -> Runner:
+                   step_as_written: bool = False) -> Contender:
     """``on_graph(gm, example_inputs)``, when given, sees every graph dynamo
     hands to the backend, before the backend compiles it. ``compile_step``
     (training): the whole step is compiled, forward, loss, backward and
@@ -69,7 +69,7 @@ def backend_runner(module: torch.nn.Module, backend: str, training: bool = False
     as written, which dynamo breaks into graphs at ``backward()``."""
     compile_with = _observed(backend, on_graph) if on_graph else backend
     step_kind = ("as_written" if step_as_written else "whole") if compile_step else None
-    return _runner(backend, module, runs_on_xla(backend), compile_with, training, precision,
+    return _contender(backend, module, runs_on_xla(backend), compile_with, training, precision,
                    step_kind)
 
 
@@ -83,10 +83,10 @@ def _observed(backend: str, on_graph):
     return observed
 
 
-def reference_runner(module: torch.nn.Module, training: bool = False) -> Runner:
+def reference_contender(module: torch.nn.Module, training: bool = False) -> Contender:
     """The model run eagerly on the host in float64: the reference accuracy
     checks measure errors against."""
-    return _runner("fp64", module, False, None, training, "fp64")
+    return _contender("fp64", module, False, None, training, "fp64")
 
 
 def torch_dtype(precision: str) -> torch.dtype | None:
@@ -96,8 +96,8 @@ def torch_dtype(precision: str) -> torch.dtype | None:
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}.get(precision)
 
 
-def _runner(name, module, on_xla, compile_with, training, precision="fp32",
-            step_kind=None) -> Runner:
+def _contender(name, module, on_xla, compile_with, training, precision="fp32",
+            step_kind=None) -> Contender:
     device = _xla_device() if on_xla else torch.device("cpu")
     dtype = torch_dtype(precision)
     model = copy.deepcopy(module).to(device).train(training)
@@ -123,7 +123,7 @@ def _runner(name, module, on_xla, compile_with, training, precision="fp32",
         return placed
 
     if not on_xla:
-        return Runner(name, step, prepare, probe)
+        return Contender(name, step, prepare, probe)
 
     def xla_step(inputs):
         probe.host_started()
@@ -136,7 +136,7 @@ def _runner(name, module, on_xla, compile_with, training, precision="fp32",
         sync_device()
         return out
 
-    return Runner(name, xla_step, prepare, probe)
+    return Contender(name, xla_step, prepare, probe)
 
 
 def _place(t: torch.Tensor, device: torch.device, dtype: torch.dtype | None) -> torch.Tensor:

@@ -1,9 +1,9 @@
-"""What a runner did besides taking time: compiles, graphs, graph breaks, memory.
+"""What a contender did besides taking time: compiles, graphs, graph breaks, memory.
 
 A ``Probe`` snapshots torch_xla's metrics, dynamo's counters and the memory
-high-water marks before and after every step of its runner (outside the
-timer), so that with runners interleaved each delta is still attributed to
-the runner that caused it, and, with a cycle of batch sizes, to the shape
+high-water marks before and after every step of its contender (outside the
+timer), so that with contenders interleaved each delta is still attributed to
+the contender that caused it, and, with a cycle of batch sizes, to the shape
 the step ran at. ``summary(shape)`` turns the deltas into row fields; a value
 that was not observed stays ``None`` (an empty cell), never a made-up number.
 
@@ -16,10 +16,15 @@ Besides the probe:
 
 Memory: the host peak is the process's RSS high-water mark (``VmHWM``),
 reset before each step through ``/proc/self/clear_refs``, so it is the peak
-of that step, everything the process holds included (all runners' models);
+of that step, everything the process holds included (all contenders' models);
 where that reset is unavailable (not Linux), the resident size after the
 step (psutil), a lower bound. The device peak comes from torch_xla's memory
 info where the device reports it (TPU; PJRT CPU does not).
+
+One module, though over 400 lines: everything here reads the compilers'
+and the process's state around a step (torch_xla's metrics, dynamo's
+counters, the HLO, the profilers), so it is what has to change when
+torch_xla does; the harness's other modules never touch those APIs.
 """
 from __future__ import annotations
 
@@ -205,7 +210,7 @@ def describe_break(reason) -> tuple[str, str]:
 
 
 class Probe:
-    """Collects the metrics of one runner, phase by phase and shape by shape.
+    """Collects the metrics of one contender, phase by phase and shape by shape.
 
     ``shape`` is whatever label the timing loop gives the step's inputs (the
     batch size of a cycle); ``None`` when there is only one.
@@ -282,7 +287,7 @@ class Probe:
         return list(self.guard_failures.get(shape, ()))
 
     def graph_breaks(self) -> list[tuple[str, str]]:
-        """(reason, user frame) of every distinct graph break this runner met."""
+        """(reason, user frame) of every distinct graph break this contender met."""
         return list(self.breaks)
 
     def _at(self, phase: str, shape: Hashable) -> Counter:
@@ -314,7 +319,7 @@ class Probe:
         fields.update({
             "first_call_compiles": first["UncachedCompile"] + first["CachedCompile"],
             # Compiles of the first call that XLA's cache served: executables
-            # compiled earlier in the process (by this runner, or another).
+            # compiled earlier in the process (by this contender, or another).
             "first_call_cache_hits": first["CachedCompile"],
             "first_call_compile_s": first["CompileTime.ns"] / 1e9,
             "first_call_execute_s": first["ExecuteTime.ns"] / 1e9,

@@ -13,31 +13,31 @@ error, never an exception out of ``run_model``.
 
 Every row says what was run (``row_base``: the experiment's settings and the
 software that ran it). With a cycle of batch sizes (``--batch-sizes``) the
-model is loaded once per batch size for its inputs, all runners share the
+model is loaded once per batch size for its inputs, all contenders share the
 first load's module, and each (backend, batch size) gets a row of its own:
 speedup, first call and compiles at that shape. With ``--dynamic-shapes`` the
-batch dimension of the inputs is marked dynamic. After timing, the runners
-may be profiled (``--export-profiler-trace``) and the HLO of the XLA runners'
+batch dimension of the inputs is marked dynamic. After timing, the contenders
+may be profiled (``--export-profiler-trace``) and the HLO of the XLA contenders'
 graphs dumped (``--dump-hlo``); graph breaks come back as records.
 
 First calls: with ``cold_start`` each runner's first calls (one per batch
 size) are timed before anything else, in a fresh process of the runner's own
-(``coldstart``), so that no executable compiled by another runner, or by
+(``coldstart``), so that no executable compiled by another contender, or by
 another model, can serve them (``compilation_latency``, kind ``cold``);
 otherwise the measuring process's first call is reported (kind
-``in_process``). With ``warm_start``, after timing, each runner is built
+``in_process``). With ``warm_start``, after timing, each contender is built
 afresh (dynamo reset) and its first call timed again, its executable already
 in XLA's cache (``warm_start_latency``).
 
 The process applies the run's CPU affinity and thread counts (``affinity``; the same for
-every runner: torch's intra-op threads and XLA's CPU client, sized by
+every contender: torch's intra-op threads and XLA's CPU client, sized by
 ``NPROC``) and, with ``compile_cache``, torch_xla's persistent compilation
 cache, before XLA starts.
 
 It is one module of some 600 lines because it is one process's work, in the
 order the process does it (settings, first calls, load, measure or check,
 diagnostics): splitting it would pass the same handful of objects (config,
-benches, runners, probes) across modules for no reader's gain.
+benches, contenders, probes) across modules for no reader's gain.
 """
 from __future__ import annotations
 
@@ -132,36 +132,36 @@ def run_model(config: RunConfig, name: str, fresh: bool = False) -> ModelResult:
     return _run_performance(config, benches, bases, cold)
 
 
-# The baseline's key among the runners: its own name ("eager") may also be
+# The baseline's key among the contenders: its own name ("eager") may also be
 # the name of a measured backend (``--backend eager``).
 BASELINE_KEY = "<baseline>"
 
 
-def _baseline_runner(config: RunConfig, module):
-    runner = placement.baseline_runner(module, config.use_xla_baseline, config.training,
+def _baseline_contender(config: RunConfig, module):
+    contender = placement.baseline_contender(module, config.use_xla_baseline, config.training,
                                        config.precision)
-    return dataclasses.replace(runner, name=BASELINE_KEY)
+    return dataclasses.replace(contender, name=BASELINE_KEY)
 
 
-def _runner_of(config: RunConfig, module, key: str):
-    """The runner named ``key`` (``BASELINE_KEY`` or a backend), built afresh."""
+def _contender_of(config: RunConfig, module, key: str):
+    """The contender named ``key`` (``BASELINE_KEY`` or a backend), built afresh."""
     if key == BASELINE_KEY:
-        return _baseline_runner(config, module)
-    return placement.backend_runner(module, key, config.training, config.precision,
+        return _baseline_contender(config, module)
+    return placement.backend_contender(module, key, config.training, config.precision,
                                     compile_step=config.compile_step,
                                     step_as_written=config.step_as_written)
 
 
-def _backend_runners(config: RunConfig, module, bases: list[dict], result: ModelResult) -> list:
-    """A runner per backend; a backend whose runner cannot even be built
+def _backend_contenders(config: RunConfig, module, bases: list[dict], result: ModelResult) -> list:
+    """A contender per backend; a backend whose contender cannot even be built
     (the module does not move to its device...) gets its failed rows now."""
-    runners = []
+    contenders = []
     for backend in config.backends:
         try:
-            runners.append(_runner_of(config, module, backend))
+            contenders.append(_contender_of(config, module, backend))
         except Exception as err:  # noqa: BLE001 - reported as the backend's row
             result.rows += [_failed_row(base, backend, err) for base in bases]
-    return runners
+    return contenders
 
 
 def _failed_row(base: dict, backend: str, err: BaseException) -> dict:
@@ -195,20 +195,20 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
     module = benches[0].module
     draw = _drawer(config, benches)
     try:
-        baseline_runner = _baseline_runner(config, module)
+        baseline_contender = _baseline_contender(config, module)
     except Exception as err:  # noqa: BLE001 - reported as the model's rows
         return failed(config, bases, failure_status(err, "eager_fail_to_run"), err)
     result = ModelResult()
-    runners = [baseline_runner] + _backend_runners(config, module, bases, result)
-    probes_of = {r.name: r.probe for r in runners}
-    timings = measure(runners, draw, warmup=config.warmup, repeat=config.repeat,
+    contenders = [baseline_contender] + _backend_contenders(config, module, bases, result)
+    probes_of = {r.name: r.probe for r in contenders}
+    timings = measure(contenders, draw, warmup=config.warmup, repeat=config.repeat,
                       randomize=config.randomize_input, shapes=range(len(benches)),
                       max_time=config.max_time, min_repeat=config.min_repeat,
                       enough=_precise_enough(config.target_ci))
     baseline = timings.pop(BASELINE_KEY)
     if not baseline.ok:
         return failed(config, bases, failure_status(baseline.error, "eager_fail_to_run"), baseline.error)
-    warm = warm_starts(config, benches, [r.name for r in runners]) if config.warm_start else {}
+    warm = warm_starts(config, benches, [r.name for r in contenders]) if config.warm_start else {}
     for backend, timing in timings.items():
         result.graph_breaks += _graph_breaks(bases[0], backend, probes_of[backend])
         for shape, base in enumerate(bases):
@@ -234,12 +234,12 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
                 store.sample_record(base["name"], backend, "backend", timing.at(shape).samples_s,
                                       first.seconds, **settings, **_recompiles(probes_of[backend], shape)),
             ]
-    _diagnostics(config, benches[0], runners)
+    _diagnostics(config, benches[0], contenders)
     return result
 
 
 # --------------------------------------------------------------------------
-# First calls: cold (a fresh process per runner) and warm (executable cached)
+# First calls: cold (a fresh process per contender) and warm (executable cached)
 
 # What a cold process reports of a first call, besides its seconds.
 _FIRST_CALL_FIELDS = ("first_call_compiles", "first_call_cache_hits", "first_call_compile_s",
@@ -266,10 +266,10 @@ def _first_call(cold: dict, key: str, shape: int, in_process_s: float | None) ->
 
 def cold_starts(config: RunConfig, name: str, keys: list[str], fork: bool = False
                 ) -> dict[str, dict[int, dict]]:
-    """Per runner (``BASELINE_KEY`` or a backend) and batch-size index, its
-    cold first call: seconds and ``_FIRST_CALL_FIELDS``, each runner in a
+    """Per contender (``BASELINE_KEY`` or a backend) and batch-size index, its
+    cold first call: seconds and ``_FIRST_CALL_FIELDS``, each contender in a
     fresh process of its own, one after the other (``fork``: forked from
-    this process, which must be fresh itself; see ``coldstart``). A runner
+    this process, which must be fresh itself; see ``coldstart``). A contender
     whose cold process fails is left out (its rows then report the
     in-process first call, and say so); the failure is printed."""
     found = {}
@@ -284,7 +284,7 @@ def cold_starts(config: RunConfig, name: str, keys: list[str], fork: bool = Fals
 
 def cold_first_calls(config_json: str, name: str, key: str) -> dict[int, dict]:
     """Runs in a fresh process (``coldstart``): load ``name``, build the
-    runner ``key`` and time its first call at each batch size."""
+    contender ``key`` and time its first call at each batch size."""
     # Cold: no executable from an earlier process may serve this one either,
     # neither XLA's persistent cache nor inductor's on-disk caches (a host
     # backend's cold start).
@@ -295,13 +295,13 @@ def cold_first_calls(config_json: str, name: str, key: str) -> dict[int, dict]:
     with tempfile.TemporaryDirectory(prefix="xdb-cold-") as caches:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = caches
         benches = load_benches(config, name, row_bases(config, name))
-        runner = _runner_of(config, benches[0].module, key)
+        contender = _contender_of(config, benches[0].module, key)
         shapes = range(len(benches))
-        timing = measure([runner], _drawer(config, benches), warmup=1, repeat=0, shapes=shapes)[runner.name]
+        timing = measure([contender], _drawer(config, benches), warmup=1, repeat=0, shapes=shapes)[contender.name]
     if not timing.ok:
         raise timing.error
     return {shape: {"seconds": timing.first_calls_s[shape],
-                    **{f: v for f, v in runner.probe.summary(shape).items() if f in _FIRST_CALL_FIELDS}}
+                    **{f: v for f, v in contender.probe.summary(shape).items() if f in _FIRST_CALL_FIELDS}}
             for shape in shapes}
 
 
@@ -316,18 +316,18 @@ def warm_starts(config: RunConfig, benches: list, keys: list[str]) -> dict[tuple
         if key == BASELINE_KEY:
             continue
         try:
-            runner = _runner_of(config, benches[0].module, key)
+            contender = _contender_of(config, benches[0].module, key)
         except Exception as err:  # noqa: BLE001 - the rows keep their other numbers
             print(f"warning: warm start of {key} failed: {first_line(err)}", file=sys.stderr)
             continue
-        timing = measure([runner], draw, warmup=1, repeat=0, shapes=range(len(benches)))[runner.name]
+        timing = measure([contender], draw, warmup=1, repeat=0, shapes=range(len(benches)))[contender.name]
         for shape, seconds in timing.first_calls_s.items():
-            summary = runner.probe.summary(shape)
+            summary = contender.probe.summary(shape)
             fresh = None
             if "first_call_compiles" in summary:
                 fresh = summary["first_call_compiles"] - summary["first_call_cache_hits"]
             found[(key, shape)] = {"warm_start_latency": seconds, "warm_start_fresh_compiles": fresh}
-        del runner
+        del contender
     return found
 
 
@@ -411,41 +411,41 @@ def _memory_ratios(row: dict) -> dict:
 # After timing: profiles and HLO
 
 
-def _file_stem(model: str, runner: str, config: RunConfig) -> str:
-    if runner == BASELINE_KEY:
-        runner = f"baseline_{config.baseline}"
-    return f"{model}_{runner}"
+def _file_stem(model: str, contender: str, config: RunConfig) -> str:
+    if contender == BASELINE_KEY:
+        contender = f"baseline_{config.baseline}"
+    return f"{model}_{contender}"
 
 
-def _diagnostics(config: RunConfig, bench, runners: list) -> None:
+def _diagnostics(config: RunConfig, bench, contenders: list) -> None:
     """What ``--export-profiler-trace`` and ``--dump-hlo`` ask for, on the
     first shape's example inputs. A failure here costs the file, not the rows."""
     inputs = bench.example_inputs()
-    for runner in runners if config.profiler_trace_dir else ():
-        stem = _file_stem(bench.name, runner.name, config)
-        _try(f"profiling {stem}", probes.profile_step, runner.step, runner.prepare(inputs),
+    for contender in contenders if config.profiler_trace_dir else ():
+        stem = _file_stem(bench.name, contender.name, config)
+        _try(f"profiling {stem}", probes.profile_step, contender.step, contender.prepare(inputs),
              Path(config.profiler_trace_dir, f"{stem}.json"))
-        if runner.probe.xla:
-            _try(f"XLA-profiling {stem}", probes.xla_profile_step, runner.step,
-                 runner.prepare(inputs), Path(config.profiler_trace_dir, f"{stem}_xla"))
+        if contender.probe.xla:
+            _try(f"XLA-profiling {stem}", probes.xla_profile_step, contender.step,
+                 contender.prepare(inputs), Path(config.profiler_trace_dir, f"{stem}_xla"))
     if config.hlo_dir:
         _try("dumping HLO", _dump_hlo, config, bench, inputs)
 
 
 def _dump_hlo(config: RunConfig, bench, inputs) -> None:
-    """Each XLA runner once more, freshly compiled, recording the HLO of
+    """Each XLA contender once more, freshly compiled, recording the HLO of
     every graph: the lazy baseline's pending step, each backend's graphs."""
     torch._dynamo.reset()  # after timing: every graph is compiled anew and seen
     if config.use_xla_baseline:
-        runner = _baseline_runner(config, bench.module)
-        runner.probe.capture_hlo = True
-        runner.step(runner.prepare(inputs))
-        probes.write_hlo(config.hlo_dir, _file_stem(bench.name, BASELINE_KEY, config), runner.probe.hlo)
+        contender = _baseline_contender(config, bench.module)
+        contender.probe.capture_hlo = True
+        contender.step(contender.prepare(inputs))
+        probes.write_hlo(config.hlo_dir, _file_stem(bench.name, BASELINE_KEY, config), contender.probe.hlo)
     for backend in filter(placement.runs_on_xla, config.backends):
         graphs = []
-        runner = placement.backend_runner(bench.module, backend, config.training, config.precision,
+        contender = placement.backend_contender(bench.module, backend, config.training, config.precision,
                                           on_graph=lambda gm, ex: graphs.append(probes.graph_hlo(gm, ex)))
-        _try(f"tracing {backend} for its HLO", lambda: runner.step(runner.prepare(inputs)))
+        _try(f"tracing {backend} for its HLO", lambda: contender.step(contender.prepare(inputs)))
         probes.write_hlo(config.hlo_dir, _file_stem(bench.name, backend, config), graphs)
 
 
@@ -500,10 +500,10 @@ def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult
     tolerance = settings.tolerance(xla=config.use_xla_baseline, dtype=config.precision)
     steps = ACCURACY_STEPS if config.training and config.compile_step else 1
     try:
-        baseline = _baseline_runner(config, bench.module)
+        baseline = _baseline_contender(config, bench.module)
         reference = _steps(baseline, inputs, config.seed, steps)
         if config.training:
-            baseline = _baseline_runner(config, bench.module)
+            baseline = _baseline_contender(config, bench.module)
         again = _steps(baseline, inputs, config.seed, steps)
     except Exception as err:  # noqa: BLE001 - reported as the model's rows
         return failed(config, base, failure_status(err, "eager_fail_to_run"), err)
@@ -514,13 +514,13 @@ def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult
     fp64 = _fp64_outputs(config, bench, inputs, steps)
     result = ModelResult()
     calls = 1 if config.training else 2
-    for runner in _backend_runners(config, bench.module, [base], result):
-        xla = config.use_xla_baseline or placement.runs_on_xla(runner.name)
+    for contender in _backend_contenders(config, bench.module, [base], result):
+        xla = config.use_xla_baseline or placement.runs_on_xla(contender.name)
         check = _Check(reference, fp64, settings.tolerance(xla=xla, dtype=config.precision),
                        settings.cosine)
-        result.rows.append({**base, "backend": runner.name, **_cache_fields(
-            config, _accuracy_fields(runner, inputs, check, calls, config.seed, steps))})
-        result.graph_breaks += _graph_breaks(base, runner.name, runner.probe)
+        result.rows.append({**base, "backend": contender.name, **_cache_fields(
+            config, _accuracy_fields(contender, inputs, check, calls, config.seed, steps))})
+        result.graph_breaks += _graph_breaks(base, contender.name, contender.probe)
     return result
 
 
@@ -541,7 +541,7 @@ def _fp64_outputs(config: RunConfig, bench, inputs, steps: int = 1):
     """The step's outputs in float64 on the host (as PyTorch's harness takes
     its reference), or None when the model does not run in float64."""
     try:
-        return _steps(placement.reference_runner(bench.module, config.training), inputs, config.seed, steps)
+        return _steps(placement.reference_contender(bench.module, config.training), inputs, config.seed, steps)
     except Exception:  # noqa: BLE001 - the tolerance alone then decides
         return None
 
@@ -550,29 +550,29 @@ def _fp64_outputs(config: RunConfig, bench, inputs, steps: int = 1):
 ACCURACY_STEPS = 3
 
 
-def _steps(runner, inputs, seed, steps: int = 1):
+def _steps(contender, inputs, seed, steps: int = 1):
     """The outputs of ``steps`` steps in a row (a list), or of one step."""
     if steps == 1:
-        return _outputs(runner, inputs, seed)
-    return [_outputs(runner, inputs, seed, "first" if i == 0 else "warmup") for i in range(steps)]
+        return _outputs(contender, inputs, seed)
+    return [_outputs(contender, inputs, seed, "first" if i == 0 else "warmup") for i in range(steps)]
 
 
-def _outputs(runner, inputs, seed, phase="first"):
-    """One step of ``runner`` on ``inputs``, its outputs on the host."""
+def _outputs(contender, inputs, seed, phase="first"):
+    """One step of ``contender`` on ``inputs``, its outputs on the host."""
     torch.manual_seed(seed)
     placement.seed_device(seed)
-    runner.probe.before()
-    out = runner.step(runner.prepare(inputs))
-    runner.probe.after(phase)
+    contender.probe.before()
+    out = contender.step(contender.prepare(inputs))
+    contender.probe.after(phase)
     return accuracy.to_cpu(out)
 
 
-def _accuracy_fields(runner, inputs, check: _Check, calls, seed, steps: int = 1) -> dict:
+def _accuracy_fields(contender, inputs, check: _Check, calls, seed, steps: int = 1) -> dict:
     try:
         if steps > 1:
-            checks = [check(_steps(runner, inputs, seed, steps))]
+            checks = [check(_steps(contender, inputs, seed, steps))]
         else:
-            checks = [check(_outputs(runner, inputs, seed, phase)) for phase in ("first", "warmup")[:calls]]
+            checks = [check(_outputs(contender, inputs, seed, phase)) for phase in ("first", "warmup")[:calls]]
     except Exception as err:  # noqa: BLE001 - reported as the row
         status = failure_status(err, "fail_to_run")
         return {"status": status, "accuracy": status, "error": first_line(err)}
@@ -580,7 +580,7 @@ def _accuracy_fields(runner, inputs, check: _Check, calls, seed, steps: int = 1)
     verdict = "pass" if all(c.ok for c in checks) else "fail_accuracy"
     return {"status": verdict, "accuracy": verdict, "max_error": worst.max_error,
             "tolerance": check.tolerance, "error": None if worst.ok else worst.reason,
-            **runner.probe.summary()}
+            **contender.probe.summary()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,6 +39,10 @@ executable asynchronously, and on the CPU "device" it runs on the same cores
 as the host thread, evicting the host's caches; so host work right after
 device work is slower than on an accelerator host, and the latency of a big
 graph varies by more than the overhead. Latency minus raw's is reported too.
+
+One module, though over 400 lines: a standalone command whose subjects,
+fresh-interpreter first calls and tables only make sense together; nothing
+else imports it.
 """
 from __future__ import annotations
 
@@ -499,9 +503,9 @@ def first_call_summary(table: list[dict]) -> list[str]:
 
 
 def render(table: list[dict], columns) -> str:
-    from benchmarks.results import report
+    from benchmarks.results import tables
 
-    return report.render_table(columns, [[row[c] for c in columns] for row in table], missing="-")
+    return tables.render_table(columns, [[row[c] for c in columns] for row in table], missing="-")
 
 
 PROG = "python -m benchmarks.tools.overhead"

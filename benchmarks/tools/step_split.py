@@ -146,7 +146,7 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
-    from benchmarks.results import report
+    from benchmarks.results import tables
     from benchmarks.run import suite
     from benchmarks.usage import Parser
 
@@ -166,7 +166,7 @@ def _main(argv) -> int:
     table = [row for m in models for row in measure(m, args.repeat)]
     print(f"One SGD training step at batch 1: median of {args.repeat} interleaved steps per variant; "
           "lazy/variant with its 95% bootstrap interval (above 1: faster than the lazy step)")
-    print(report.render_table(list(table[0]), [list(r.values()) for r in table]))
+    print(tables.render_table(list(table[0]), [list(r.values()) for r in table]))
     return 0
 
 
