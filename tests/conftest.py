@@ -57,7 +57,7 @@ def fault_models(monkeypatch):
     ``torch.manual_seed`` its models replace."""
     _forget_torchbenchmark()
     monkeypatch.syspath_prepend(str(FAULT_MODELS))
-    monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAULT_MODELS), os.environ.get("PYTHONPATH")])))
     manual_seed = sys.modules["torch"].manual_seed if "torch" in sys.modules else None
     yield
     if manual_seed is not None:

@@ -123,7 +123,7 @@ def _kind(command: str) -> str:
         return "not run"
     if command.startswith("python runner.py"):
         return "runner"
-    if re.fullmatch(r"python -m benchmarks\.\w+ --help", command):
+    if re.fullmatch(r"python -m benchmarks(\.\w+)+ --help", command):
         return "module help"
     if re.fullmatch(r"make [\w-]+( [\w-]+)*", command):
         return "make"

@@ -98,7 +98,7 @@ def test_cold_first_calls_from_an_isolated_worker(config, tmp_path, monkeypatch,
     from benchmarks import cli
     from benchmarks.results import store
 
-    monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAULT_MODELS), os.environ.get("PYTHONPATH")])))
     out = tmp_path / "cold.csv"
     assert cli.main(["--suite", "torchbench", "--configs", config.configs, "--only", "ok_mlp",
                      "--use-xla-baseline", "--backend", "torchxla_trivial,eager", "--repeat", "2",

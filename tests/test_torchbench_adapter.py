@@ -213,7 +213,7 @@ def test_a_worker_failing_at_exit_keeps_its_rows(torchbench, tmp_path, monkeypat
     # The rows were written before the exit handler failed: they stand.
     from benchmarks.run import orchestrate
 
-    monkeypatch.setenv("PYTHONPATH", str(FAULT_MODELS))  # for the worker process
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAULT_MODELS), os.environ.get("PYTHONPATH")])))  # for the worker process
     config = RunConfig(suite="torchbench", backends=("eager",), repeat=1, warmup=1,
                        output=str(tmp_path / "out.csv"))
     (row,) = orchestrate.run_isolated(config, "fails_at_exit").rows
