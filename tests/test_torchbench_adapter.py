@@ -13,7 +13,7 @@ from benchmarks import cli
 from benchmarks.run import suite, worker
 from benchmarks.run.config import RunConfig
 from benchmarks.models.spec import Inputs
-from conftest import FAULT_MODELS
+from conftest import FAULT_MODELS, TINY_CONFIGS
 
 
 def _forget_torchbenchmark():
@@ -228,3 +228,33 @@ def test_accuracy_seeds_the_xla_device_too(torchbench, tmp_path):
                        backends=("torchxla_trace_once",), output=str(tmp_path / "out.csv"))
     (row,) = worker.run_model(config, "random_noise").rows
     assert row["status"] == "pass", row
+
+
+def test_a_forward_that_takes_gradients_runs_with_autograd_on(torchbench, tmp_path):
+    """TorchBench's maml adapts its weights with torch.autograd.grad in its
+    forward: PyTorch's harness runs it with grad enabled in inference, and so
+    do we, where configs/models.yaml says so (``grad_in_inference``)."""
+    # aot_torchxla_trace_once: the backend whose outputs carry autograd graphs.
+    config = RunConfig(suite="torchbench", backends=("eager", "aot_torchxla_trace_once"), repeat=2, warmup=1,
+                       output=str(tmp_path / "out.csv"))
+    rows = worker.run_model(config.replace(cold_start=True), "maml").rows
+    assert [(r["backend"], r["status"]) for r in rows] == [("eager", "pass"), ("aot_torchxla_trace_once", "pass")]
+    assert rows[0]["batch_size"] == 2  # listed for its grad mode only: TorchBench's own batch size
+    rows = worker.run_model(config.replace(mode="accuracy"), "maml").rows
+    assert [(r["backend"], r["status"], r["accuracy"]) for r in rows] == [
+        ("eager", "pass", "pass"), ("aot_torchxla_trace_once", "pass", "pass")], rows
+    plain = tmp_path / "models.yaml"
+    plain.write_text(TINY_CONFIGS)
+    (row, _) = worker.run_model(config.replace(configs=str(plain), configs_text=None), "maml").rows
+    assert row["status"] == "eager_fail_to_run" and "does not require grad" in row["error"]
+
+
+def test_grad_in_inference_takes_a_reason(tmp_path):
+    from benchmarks.run import settings
+
+    path = tmp_path / "models.yaml"
+    with pytest.raises(settings.ConfigError, match="models.m.grad_in_inference"):
+        settings.parse_settings(path, TINY_CONFIGS + "models:\n  m:\n    grad_in_inference: true\n")
+    loaded = settings.parse_settings(path, TINY_CONFIGS + "models:\n  m:\n    grad_in_inference: why\n")
+    assert loaded.for_model("m").grad_in_inference == "why" and not loaded.lists("m")
+    assert loaded.for_model("other").grad_in_inference is None

@@ -61,6 +61,9 @@ class RunConfig:
     # With compile_step: the step compiled as written (dynamo breaks it into
     # graphs at backward() and around the update), not as one graph.
     step_as_written: bool = False
+    # Inference with autograd on: set per model by the worker from its
+    # settings (``grad_in_inference``), never by the command line.
+    grad_in_inference: bool = False
 
     @property
     def adaptive(self) -> bool:

@@ -53,24 +53,27 @@ def runs_on_xla(backend: str) -> bool:
 
 
 def baseline_contender(module: torch.nn.Module, use_xla: bool, training: bool = False,
-                    precision: str = "fp32") -> Contender:
+                       precision: str = "fp32", grad: bool = False) -> Contender:
+    """``grad``: an inference step with autograd on (a model whose forward
+    takes gradients itself); without, under ``torch.no_grad``."""
     name = "xla" if use_xla else "eager"
-    return _contender(name, module, use_xla, None, training, precision)
+    return _contender(name, module, use_xla, None, training, precision, grad=grad)
 
 
 def backend_contender(module: torch.nn.Module, backend: str, training: bool = False,
-                   precision: str = "fp32", on_graph=None, compile_step: bool = False,
-                   step_as_written: bool = False) -> Contender:
+                      precision: str = "fp32", on_graph=None, compile_step: bool = False,
+                      step_as_written: bool = False, grad: bool = False) -> Contender:
     """``on_graph(gm, example_inputs)``, when given, sees every graph dynamo
     hands to the backend, before the backend compiles it. ``compile_step``
     (training): the whole step is compiled, forward, loss, backward and
     optimizer step, not just the model: as one graph
     (``xla_backends.step``), or with ``step_as_written`` the step function
-    as written, which dynamo breaks into graphs at ``backward()``."""
+    as written, which dynamo breaks into graphs at ``backward()``. ``grad``:
+    as for ``baseline_contender``."""
     compile_with = _observed(backend, on_graph) if on_graph else backend
     step_kind = ("as_written" if step_as_written else "whole") if compile_step else None
     return _contender(backend, module, runs_on_xla(backend), compile_with, training, precision,
-                   step_kind)
+                      step_kind, grad)
 
 
 def _observed(backend: str, on_graph):
@@ -83,10 +86,10 @@ def _observed(backend: str, on_graph):
     return observed
 
 
-def reference_contender(module: torch.nn.Module, training: bool = False) -> Contender:
+def reference_contender(module: torch.nn.Module, training: bool = False, grad: bool = False) -> Contender:
     """The model run eagerly on the host in float64: the reference accuracy
     checks measure errors against."""
-    return _contender("fp64", module, False, None, training, "fp64")
+    return _contender("fp64", module, False, None, training, "fp64", grad=grad)
 
 
 def torch_dtype(precision: str) -> torch.dtype | None:
@@ -97,7 +100,7 @@ def torch_dtype(precision: str) -> torch.dtype | None:
 
 
 def _contender(name, module, on_xla, compile_with, training, precision="fp32",
-            step_kind=None) -> Contender:
+               step_kind=None, grad=False) -> Contender:
     device = _xla_device() if on_xla else torch.device("cpu")
     dtype = torch_dtype(precision)
     model = copy.deepcopy(module).to(device).train(training)
@@ -111,7 +114,7 @@ def _contender(name, module, on_xla, compile_with, training, precision="fp32",
         step = torch.compile(_training_step(model, model), backend=compile_with)
     else:
         fn = torch.compile(model, backend=compile_with) if compile_with else model
-        step = _training_step(fn, model) if training else _inference_step(fn)
+        step = _training_step(fn, model) if training else _inference_step(fn, grad)
     if precision == "amp":
         step = _autocast(step, "xla" if on_xla else "cpu")
     probe = Probe(xla=on_xla)
@@ -156,9 +159,9 @@ def _autocast(step, device_type: str):
     return step_under_autocast
 
 
-def _inference_step(fn):
+def _inference_step(fn, grad: bool = False):
     def step(inputs):
-        with torch.no_grad():
+        with torch.enable_grad() if grad else torch.no_grad():
             return call(fn, inputs)
 
     return step

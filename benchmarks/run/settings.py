@@ -84,6 +84,10 @@ class ModelSettings:
     tolerances: Tolerances
     cosine: bool  # judge accuracy by cosine similarity >= 0.99 instead
     skips: Skips
+    # Why inference runs with autograd on (a forward that takes gradients
+    # itself, as maml's adaptation step does); None: under no_grad.
+    grad_in_inference: str | None = None
+    batch_listed: bool = False  # the entry sets batch_size (a TorchBench model then runs at it)
 
     def batch_size(self, profile: str, training: bool = False) -> int:
         if profile not in PROFILES:
@@ -116,9 +120,9 @@ class Settings:
         return replace(self.defaults, name=name)
 
     def lists(self, name: str) -> bool:
-        """Whether the file has an entry for ``name`` (a TorchBench model it
-        doesn't list runs at TorchBench's own batch size)."""
-        return name in self.models
+        """Whether the file gives ``name`` a batch size (a TorchBench model
+        it doesn't runs at TorchBench's own batch size)."""
+        return name in self.models and self.models[name].batch_listed
 
 
 class _Key(NamedTuple):
@@ -153,9 +157,10 @@ _KEYS = MappingProxyType(
         "tolerance": _Key(_non_negative_number, "a non-negative number", _names(Tolerances)),
         "cosine": _Key(_boolean, "true or false"),
         "skip": _Key(_reason, "a reason (a non-empty string)", MODES, "mode"),
+        "grad_in_inference": _Key(_reason, "a reason (a non-empty string)"),
     }
 )
-# train_batch_size and skip are per model only: a model without train_batch_size
+# train_batch_size, skip and grad_in_inference are per model only: a model without train_batch_size
 # trains at its own batch_size, and skipping every model makes no sense.
 _DEFAULT_KEYS = ("batch_size", "tolerance", "cosine")
 # Sub-keys the defaults may leave out: they have a default of their own.
@@ -211,6 +216,8 @@ def _model_settings(name: str, defaults: dict, entry: dict) -> ModelSettings:
         tolerances=Tolerances(**{**defaults["tolerance"], **entry.get("tolerance", {})}),
         cosine=entry.get("cosine", defaults["cosine"]),
         skips=Skips(**entry.get("skip", {})),
+        grad_in_inference=entry.get("grad_in_inference"),
+        batch_listed="batch_size" in entry or "train_batch_size" in entry,
     )
 
 

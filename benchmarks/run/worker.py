@@ -108,6 +108,7 @@ def run_model(config: RunConfig, name: str, fresh: bool = False) -> ModelResult:
     torch._dynamo.reset()
     applied = apply_process_settings(config)
     settings = config.settings().for_model(name)
+    config = config.replace(grad_in_inference=bool(settings.grad_in_inference))
     bases = [{**base, **applied} for base in row_bases(config, name)]
     cold = {}
     if config.mode == "performance" and config.cold_start and not settings.skip_reason(config.training):
@@ -139,7 +140,7 @@ BASELINE_KEY = "<baseline>"
 
 def _baseline_contender(config: RunConfig, module):
     contender = placement.baseline_contender(module, config.use_xla_baseline, config.training,
-                                       config.precision)
+                                             config.precision, grad=config.grad_in_inference)
     return dataclasses.replace(contender, name=BASELINE_KEY)
 
 
@@ -148,8 +149,9 @@ def _contender_of(config: RunConfig, module, key: str):
     if key == BASELINE_KEY:
         return _baseline_contender(config, module)
     return placement.backend_contender(module, key, config.training, config.precision,
-                                    compile_step=config.compile_step,
-                                    step_as_written=config.step_as_written)
+                                       compile_step=config.compile_step,
+                                       step_as_written=config.step_as_written,
+                                       grad=config.grad_in_inference)
 
 
 def _backend_contenders(config: RunConfig, module, bases: list[dict], result: ModelResult) -> list:
@@ -444,7 +446,8 @@ def _dump_hlo(config: RunConfig, bench, inputs) -> None:
     for backend in filter(placement.runs_on_xla, config.backends):
         graphs = []
         contender = placement.backend_contender(bench.module, backend, config.training, config.precision,
-                                          on_graph=lambda gm, ex: graphs.append(probes.graph_hlo(gm, ex)))
+                                                on_graph=lambda gm, ex: graphs.append(probes.graph_hlo(gm, ex)),
+                                                grad=config.grad_in_inference)
         _try(f"tracing {backend} for its HLO", lambda: contender.step(contender.prepare(inputs)))
         probes.write_hlo(config.hlo_dir, _file_stem(bench.name, backend, config), graphs)
 
@@ -541,7 +544,8 @@ def _fp64_outputs(config: RunConfig, bench, inputs, steps: int = 1):
     """The step's outputs in float64 on the host (as PyTorch's harness takes
     its reference), or None when the model does not run in float64."""
     try:
-        return _steps(placement.reference_contender(bench.module, config.training), inputs, config.seed, steps)
+        return _steps(placement.reference_contender(bench.module, config.training, config.grad_in_inference),
+                      inputs, config.seed, steps)
     except Exception:  # noqa: BLE001 - the tolerance alone then decides
         return None
 
