@@ -330,7 +330,7 @@ def test_a_seed_models_step_compiled_whole_runs_one_executable(tmp_path, monkeyp
     the row of the step compiled whole says one XLA executable runs per
     step, and nothing compiles once warm; the step compiled as written runs
     several."""
-    from benchmarks import suite
+    from benchmarks.run import suite
 
     def tiny(config, name, bases):
         return [suite.load(name, base["batch_size"], seed=config.seed, suite=config.suite,

@@ -182,34 +182,3 @@ def test_the_data_layer_knows_nothing_of_the_command_line():
         reach = nx.descendants(graph, module) | {module}
         assert not [t for t in reach if t in ("benchmarks.usage", "benchmarks.cli")
                     or t.startswith("benchmarks.cli.")], (module, reach)
-
-
-def _private_names(package: str) -> set[str]:
-    """Names ``package`` keeps to itself: those with one leading underscore
-    that it defines at module level or sets on ``self``."""
-    names = set()
-    for path in (REPO / package).rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-            elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
-                  and isinstance(node.value, ast.Name) and node.value.id == "self"):
-                names.add(node.attr)
-    return {n for n in names if n.startswith("_") and not n.startswith("__")}
-
-
-def test_the_harness_reaches_no_private_name_of_the_backends():
-    """Tools use the bridge's public seams (``TraceOnce.runners``,
-    ``Replay.launching``), never a name it keeps to itself."""
-    private = _private_names("xla_backends")
-    reached = []
-    for path in (REPO / "benchmarks").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("xla_backends"):
-                reached += [f"{path.name}: {a.name}" for a in node.names if a.name in private]
-            elif (isinstance(node, ast.Attribute) and node.attr in private
-                  and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
-                reached.append(f"{path.name}:{node.lineno}: .{node.attr}")
-    assert reached == []
