@@ -136,7 +136,8 @@ torchbench-install: install
 	cd "$${TORCHBENCH_DIR:-torchbench}" && "$(abspath $(PY))" install.py --torch --continue_on_fail $${TORCHBENCH_MODELS:-}
 
 nightly-merge: $(REPORT_STAMP)
-	$(PY) -m benchmarks.nightly merge --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
+	$(PY) -m benchmarks.nightly merge --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}" \
+		$${NIGHTLY_SHARDS:+--shards "$$NIGHTLY_SHARDS"}
 
 # Exit status 1 (make: 2) on a regression, a new failure or a removed row.
 nightly-gate: $(REPORT_STAMP)
