@@ -255,7 +255,7 @@ def test_the_installed_package_ships_the_page_files(tmp_path):
                            "-d", str(tmp_path / "lib")], cwd=source, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     for name in (*dashboard.site.ASSETS, dashboard.site.TEMPLATE):
-        assert (tmp_path / "lib" / "benchmarks" / "dashboard" / "assets" / name).is_file(), name
+        assert (tmp_path / "lib" / "benchmarks" / "results" / "dashboard" / "assets" / name).is_file(), name
 
 
 def test_no_data_string_can_close_its_script_element(small_site):

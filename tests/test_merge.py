@@ -270,7 +270,7 @@ def test_empty_shards_merge(tmp_path, capsys):
     out2 = tmp_path / "out2.csv"
     assert run_merge(capsys, out2, empty)[0] == 0
     assert store.read_rows(out2).empty
-    assert "_No store._" in store.markdown_path(out2).read_text()
+    assert "_No results._" in store.markdown_path(out2).read_text()
 
 
 def test_missing_samples_file_is_a_warning(tmp_path, capsys):

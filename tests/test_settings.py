@@ -134,6 +134,8 @@ def test_lists_tells_listed_models_from_defaulted_ones(tmp_path):
     settings = load_settings(write(tmp_path, OVERRIDES))
     assert settings.lists("big") and settings.lists("plain")  # an empty entry is listed
     assert not settings.lists("not_listed")
+    grad_only = load_settings(write(tmp_path, DEFAULTS + "models:\n  m:\n    grad_in_inference: why\n"))
+    assert not grad_only.lists("m")  # an entry of other keys leaves TorchBench's batch size
 
 
 def test_real_file_holds_torchbench_sizes_of_the_new_models():

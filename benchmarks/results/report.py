@@ -486,7 +486,7 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
     ``graph_breaks_link``). An accuracy run's report is its verdicts."""
     parts = [f"# {title}", ""]
     if df.empty:
-        return "\n".join([*parts, "_No store._", ""])
+        return "\n".join([*parts, "_No results._", ""])
     if is_accuracy(df):
         parts += _accuracy_sections(df)
     else:

@@ -87,7 +87,10 @@ class ModelSettings:
     # Why inference runs with autograd on (a forward that takes gradients
     # itself, as maml's adaptation step does); None: under no_grad.
     grad_in_inference: str | None = None
-    batch_listed: bool = False  # the entry sets batch_size (a TorchBench model then runs at it)
+    # The entry gives batch sizes: it sets one, or it is empty (``name:``
+    # alone, every default); a TorchBench model runs at them, one whose
+    # entry sets only other keys at TorchBench's own.
+    batch_listed: bool = False
 
     def batch_size(self, profile: str, training: bool = False) -> int:
         if profile not in PROFILES:
@@ -120,8 +123,8 @@ class Settings:
         return replace(self.defaults, name=name)
 
     def lists(self, name: str) -> bool:
-        """Whether the file gives ``name`` a batch size (a TorchBench model
-        it doesn't runs at TorchBench's own batch size)."""
+        """Whether the file gives ``name`` batch sizes (``batch_listed``): a
+        TorchBench model it doesn't runs at TorchBench's own batch size."""
         return name in self.models and self.models[name].batch_listed
 
 
@@ -217,7 +220,7 @@ def _model_settings(name: str, defaults: dict, entry: dict) -> ModelSettings:
         cosine=entry.get("cosine", defaults["cosine"]),
         skips=Skips(**entry.get("skip", {})),
         grad_in_inference=entry.get("grad_in_inference"),
-        batch_listed="batch_size" in entry or "train_batch_size" in entry,
+        batch_listed=not entry or "batch_size" in entry or "train_batch_size" in entry,
     )
 
 
