@@ -140,13 +140,12 @@ def test_updated_values_are_donated(xla):
         x = torch.randn(8, 6).to(xla)
         torch_xla.sync()
         weight = ours.fc1.weight
-        # Gradients are written, never read, by the step: their buffers are
-        # no parameters of the executable, and cannot be donated.
-        old = [buffer_of(t) for t in (weight, ours.bn.running_mean, ours.bn.num_batches_tracked,
-                                      opt.state[weight]["momentum_buffer"])]
+        # The gradients too: the step holds no second copy of them.
+        old = [buffer_of(t) for t in (weight, weight.grad, ours.bn.running_mean,
+                                      ours.bn.num_batches_tracked, opt.state[weight]["momentum_buffer"])]
         step(x)
         torch_xla.sync()
-        assert [deleted(t) for t in old] == [True] * 4, n
+        assert [deleted(t) for t in old] == [True] * 5, n
         assert not deleted(x)
 
 

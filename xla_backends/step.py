@@ -19,7 +19,8 @@ the update under ``no_grad``, which the whole step already runs under; the
 other runs hooks and a profiler label). Parameters, their gradients, the
 optimizer's state and the model's buffers (BatchNorm statistics) are updated
 in place as an eager step leaves them, and are marked as buffer donors, so
-on XLA each update is written over the buffer of the value it replaces.
+on XLA each update is written over the buffer of the value it replaces (the
+gradients too: see ``_read_over``).
 
 Where that is not possible (the optimizer has hooks, dynamo cannot capture
 the functional step, or captures it as several graphs: a graph break in the
@@ -113,7 +114,7 @@ class WholeStep:
         with _PoolsWithIndices():
             grads, loss = torch.func.grad_and_value(self._loss)(params, state, args, kwargs)
         for name, p in params.items():
-            p.grad.copy_(grads[name])
+            p.grad.copy_(_read_over(p.grad, grads[name]))
         self._update(optimizer)
         return loss
 
@@ -151,6 +152,17 @@ class _PoolsWithIndices(torch.overrides.TorchFunctionMode):
 _F = torch.nn.functional
 _WITH_INDICES = {_F.max_pool2d: _F.max_pool2d_with_indices, torch.max_pool2d: _F.max_pool2d_with_indices,
                  _F.max_pool3d: _F.max_pool3d_with_indices, torch.max_pool3d: _F.max_pool3d_with_indices}
+
+
+def _read_over(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """``new``, computed as if it read ``old``: on XLA, a value only written
+    (a gradient) is no parameter of the executable, so its buffer cannot be
+    donated, and the step would hold the previous gradients beside the new
+    ones until it ends. Selecting between the two with a constant predicate
+    makes ``old`` a parameter (a donated one); XLA folds the select away."""
+    if old.device.type != "xla":
+        return new
+    return torch.where(torch.ones((), dtype=torch.bool, device=old.device), new, old)
 
 
 def _donate(tensors) -> None:
