@@ -707,11 +707,12 @@ def test_chained_calls_on_pending_outputs(xla):
     torch.testing.assert_close(x.cpu(), x_cpu)
 
 
-def test_two_thousand_parameters(xla):
+@pytest.mark.parametrize("count", [200, pytest.param(2000, marks=pytest.mark.slow)])
+def test_thousands_of_parameters(xla, count):
     class Wide(nn.Module):
         def __init__(self):
             super().__init__()
-            self.ps = nn.ParameterList(nn.Parameter(torch.full((2,), i / 1000)) for i in range(2000))
+            self.ps = nn.ParameterList(nn.Parameter(torch.full((2,), i / 1000)) for i in range(count))
 
         def forward(self, x):
             total = x
@@ -723,7 +724,7 @@ def test_two_thousand_parameters(xla):
     compiled = _compile(model)
     with torch.no_grad():
         x = torch.zeros(2, device=xla)
-        want = sum(i / 1000 for i in range(2000))
+        want = sum(i / 1000 for i in range(count))
         for call in range(2):
             torch.testing.assert_close(compiled(x + call).cpu(), torch.full((2,), want + call),
                                        atol=1e-3, rtol=1e-4)

@@ -59,7 +59,7 @@ from benchmarks.run import accuracy, coldstart, placement, probes, suite
 from benchmarks.results import store, stats
 from benchmarks.run.config import RunConfig
 from benchmarks.run.measure import measure
-from benchmarks.run.affinity import allowed_cpus, format_cpus, pin, thread_count
+from benchmarks.run.affinity import available, format_cpus, pin, thread_count
 from benchmarks.run.rows import ModelResult, failed, failure_status, first_line, join, row_bases
 
 
@@ -75,8 +75,7 @@ def apply_process_settings(config: RunConfig) -> dict:
     os.environ["NPROC"] = str(threads)
     if config.compile_cache:
         use_compile_cache(config.compile_cache)
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else allowed_cpus(config)
-    return {"threads": torch.get_num_threads(), "cpu_affinity": format_cpus(cpus)}
+    return {"threads": torch.get_num_threads(), "cpu_affinity": format_cpus(available())}
 
 
 def use_compile_cache(folder: str) -> bool:
