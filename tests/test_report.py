@@ -141,6 +141,11 @@ def test_compiler_metrics_table_only_when_recorded():
     assert cells["compiles/iter"] == "0" and cells["execute ms/iter"] == "12.5"
     assert cells["fallback ops"] == "histc" and "host ms/iter" not in cells
     assert "## Compiler metrics" in report.render_markdown(pd.DataFrame([row]))
+    # "of it" reads against the first call's time; without one (accuracy runs) the column says whose.
+    headers, _ = report.metrics_table(pd.DataFrame([dict(row, first_call_compile_s=0.5)]))
+    assert "first-call XLA compile s" in headers and "of it XLA compile s" not in headers
+    headers, _ = report.metrics_table(pd.DataFrame([dict(row, first_call_compile_s=0.5, compilation_latency=2.0)]))
+    assert headers[3:5] == ["first call s", "of it XLA compile s"]
 
 
 def test_accuracy_rows_show_their_verdict():
