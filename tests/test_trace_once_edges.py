@@ -408,6 +408,28 @@ def test_host_views_of_host_inputs_are_aliases(xla):
             torch.testing.assert_close(o, e, msg=f"call {call}: input after the edit")
 
 
+def test_host_views_of_one_intermediate_alias_each_other(xla):
+    """With host tensors only, two outputs viewing one value no output is
+    (and a view of one of them) alias each other on the host, as in eager:
+    a caller's edit of one shows in the others."""
+    def f(x, y):
+        t = x @ y
+        return t.view(-1), t[1], t.t()[0], x + 1
+
+    compiled = _compile(f)
+    for call in range(3):
+        eager_in = (_randn(2, 3, seed=call), _randn(3, 2, seed=call + 1))
+        ours_in = tuple(t.clone() for t in eager_in)
+        want, got = f(*eager_in), compiled(*ours_in)
+        assert [t.device.type for t in got] == ["cpu"] * len(want)
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g, w)
+        want[1].mul_(10)
+        got[1].mul_(10)
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g, w, msg=f"call {call}: output after the edit")
+
+
 def _makes_device_tensors(x, y):
     d = x.to(XLA)
     d.mul_(2)  # the device copy: the caller's x stays as it was

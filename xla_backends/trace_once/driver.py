@@ -135,31 +135,43 @@ class OnHost:
     """A graph called with host tensors only: runs on the XLA device on
     copies of them, copies their in-place updates back, returns host results
     (but for those the graph itself makes on the XLA device, which stay
-    there, as in eager). Outputs the plan rebuilds as views (of an argument
-    or an earlier output) or repeats are rebuilt on the host results, so
-    they alias as in eager."""
+    there, as in eager). Outputs the plan rebuilds as views (of an argument,
+    an earlier output, or an intermediate the executable computes) or
+    repeats are rebuilt on the host results, so they alias as in eager: an
+    intermediate that outputs view comes to the host once, and its views are
+    made there."""
 
     def __init__(self, gm):
         self.gm = copying_transfers(gm)
         self.devices = output_devices(gm)
         self.runner = None  # built on the first call's XLA copies
         self._aliases_of, self._alias_list = None, []  # the plan they were worked out for
+        self._results = None  # this call's XLA results, while it runs
 
     def __call__(self, args):
         out = run_on_xla(self._run, args, host_positions(args), self.devices)
+        results, self._results = self._results, None
         aliases = self._aliases()
         if not aliases:
             return out
         leaves, spec = pytree.tree_flatten(out)
+        bases = {}
         for k, value in aliases:  # in build order: a view after its base
-            leaves[k] = value.payload.rebuild(args, leaves) if value.source is Source.VIEW \
-                else leaves[value.payload]
+            if value.source is not Source.VIEW:
+                leaves[k] = leaves[value.payload]
+                continue
+            view = value.payload
+            if view.of == "result":
+                if results is None:  # the call ran lazily: its outputs are copies
+                    continue
+                if view.base not in bases:
+                    bases[view.base] = results[view.base].cpu()
+            leaves[k] = view.rebuild(args, leaves, bases)
         return pytree.tree_unflatten(leaves, spec)
 
     def _aliases(self) -> list:
         """(leaf, Value) of the outputs to rebuild on the host, worked out
-        once per plan. A view of an intermediate no output is
-        (``of="result"``) stays a copy: its base never reaches the host."""
+        once per plan."""
         if not isinstance(self.runner, Replay):
             return []
         plan = self.runner.plan
@@ -167,9 +179,7 @@ class OnHost:
             order = plan.order or range(len(plan.outputs))
             self._aliases_of, self._alias_list = plan, [
                 (k, plan.outputs[k]) for k in order
-                if (plan.outputs[k].source is Source.SAME
-                    or (plan.outputs[k].source is Source.VIEW and plan.outputs[k].payload.of != "result"))
-                and not self._on_device(k)]
+                if plan.outputs[k].source in (Source.SAME, Source.VIEW) and not self._on_device(k)]
         return self._alias_list
 
     def _on_device(self, leaf: int) -> bool:
@@ -178,7 +188,14 @@ class OnHost:
     def _run(self, xla_args):
         if self.runner is None:
             self.runner = build(self.gm, xla_args)
+        if self._views_of_results():
+            out, self._results = self.runner.with_results(xla_args)
+            return out
         return self.runner(xla_args)
+
+    def _views_of_results(self) -> bool:
+        """Do some host outputs view an intermediate the executable computes?"""
+        return any(v.source is Source.VIEW and v.payload.of == "result" for _, v in self._aliases())
 
 
 class Partitioned:

@@ -92,6 +92,22 @@ class Replay:
         counters["trace_once"]["replays"] += 1
         if not self._runs:
             return self._outputs(args, ())
+        results = self._results(args)
+        if self._tuple_out:
+            return tuple(results)
+        return self._outputs(args, results)
+
+    def with_results(self, args) -> tuple:
+        """``(outputs, results)``: one call, and the values the executable
+        computed (``View``s with ``of="result"`` are rebuilt from them);
+        ``results`` is None for a call that ran lazily."""
+        if self._updates and _aliased(args, self._tensor_args):
+            return self(args), None
+        counters["trace_once"]["replays"] += 1
+        results = self._results(args) if self._runs else ()
+        return self._outputs(args, results), results
+
+    def _results(self, args) -> list:
         if self._extra:
             full = args + self._consts
             if self._scalars:
@@ -104,12 +120,9 @@ class Replay:
         if self._pending_at:
             self._compute_pending(inputs)
         try:
-            results = self._run(self._hash, inputs)
+            return self._run(self._hash, inputs)
         except RuntimeError as err:
-            results = self._recover(err, args, full)
-        if self._tuple_out:
-            return tuple(results)
-        return self._outputs(args, results)
+            return self._recover(err, args, full)
 
     def _scalar_data(self, args) -> tuple:
         """The call's float arguments as the buffers of their parameters."""
