@@ -550,12 +550,20 @@ def slow_compile(monkeypatch):
     return seen
 
 
-def test_dynamo_goes_on_while_xla_compiles(xla, slow_compile, bridge):
-    """The backend traces on dynamo's example inputs and returns before the
-    compile ends; the first call waits for it; every call equals eager."""
+def _usable_cpus(monkeypatch, n: int) -> None:
+    from xla_backends.trace_once import compile as compile_step
+
+    monkeypatch.setattr(compile_step, "usable_cpus", lambda: n)
+
+
+def test_dynamo_goes_on_while_xla_compiles(xla, slow_compile, bridge, monkeypatch):
+    """With two CPUs, the backend traces on dynamo's example inputs and
+    returns before the compile ends; the first call waits for it; every call
+    equals eager."""
     import threading
     import time
 
+    _usable_cpus(monkeypatch, 2)
     returned = []
 
     def backend(gm, example_inputs):
@@ -575,6 +583,46 @@ def test_dynamo_goes_on_while_xla_compiles(xla, slow_compile, bridge):
     assert thread is not threading.main_thread()
     assert returned[0] < ended, "the backend waited for XLA's compile"
     assert bridge["traces"] == 1 and bridge["replays"] == 3
+
+
+def test_with_one_cpu_the_compile_runs_before_the_backend_returns(xla, slow_compile, bridge, monkeypatch):
+    """On one CPU a compile thread would only take turns with dynamo: the
+    graph compiles in line, before the backend returns, and is replayed."""
+    import threading
+    import time
+
+    _usable_cpus(monkeypatch, 1)
+    gm = torch.fx.symbolic_trace(lambda x: (x @ x.T).relu().sum(0))
+    x = _randn(16, 16, seed=3)
+    runner = xla_backends.torchxla_trace_once(gm, [x.to(xla)])
+    returned = time.perf_counter()
+    ((thread, ended),) = slow_compile
+    assert thread is threading.main_thread() and ended < returned
+    for call in range(2):
+        x = _randn(16, 16, seed=call)
+        torch.testing.assert_close(runner(x.to(xla)).cpu(), (x @ x.T).relu().sum(0))
+    assert bridge["traces"] == 1 and bridge["replays"] == 2
+
+
+@pytest.mark.parametrize("cpu_max, affinity, usable", [
+    (None, 2, 2),  # no cgroup v2 CPU controller: the CPUs it may run on
+    ("max 100000", 2, 2),  # no quota
+    ("150000 100000", 2, 1),  # 1.5 CPUs' worth of time: one thread at a time, in all
+    ("400000 100000", 2, 2),  # more quota than CPUs
+    ("200000 100000", 1, 1),  # pinned to one CPU
+    ("50000 100000", 4, 1),  # half a CPU: still one
+    ("garbled", 3, 3),
+])
+def test_usable_cpus_are_the_affinity_capped_by_the_cgroup_quota(cpu_max, affinity, usable, tmp_path,
+                                                                 monkeypatch):
+    from xla_backends.trace_once import compile as compile_step
+
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max + "\n")
+    monkeypatch.setattr(compile_step.os, "sched_getaffinity", lambda pid: set(range(affinity)))
+    assert compile_step.usable_cpus(str(path)) == usable
+    assert compile_step.overlap_pays(usable) is (usable >= 2)
 
 
 def test_failed_background_compile_raises_at_each_call(xla, monkeypatch):

@@ -18,10 +18,17 @@ never donated.
 
 The compile may run on a thread of its own (``background=True``): XLA
 releases the GIL while it compiles, so the caller goes on (dynamo building
-its guards) and the first run waits for it (``Executable.compiling``).
+its guards) and the first run waits for it (``Executable.compiling``). That
+pays only with a second CPU to run the thread on (``overlap_pays``): on one,
+the two take turns and the first call is no sooner. Other processes' load is
+no reason to give it up: the scheduler shares a busy CPU per thread, so a
+second runnable thread gets this process a larger share of a contended
+machine (measured: docs/methodology.md, "First calls").
 """
 from __future__ import annotations
 
+import math
+import os
 import threading
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -133,6 +140,28 @@ def _unmarked(tensors):
     finally:
         for t in tensors:
             _xlac.set_donated(t, True)
+
+
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # cgroup v2: "quota period", or "max period"
+
+
+def usable_cpus(cgroup_cpu_max: str = CGROUP_CPU_MAX) -> int:
+    """The CPUs this process can keep busy at once: those it may run on,
+    capped by a cgroup CPU quota (a container limited to 1.5 CPUs: 1)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = open(cgroup_cpu_max).read().split()
+        if quota != "max":
+            cpus = min(cpus, max(1, math.floor(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 CPU controller here: no quota
+    return cpus
+
+
+def overlap_pays(cpus: int | None = None) -> bool:
+    """Should a graph built ahead of its first call compile on a thread of
+    its own? Only when the process can run two threads at once."""
+    return (usable_cpus() if cpus is None else cpus) >= 2
 
 
 def _in_background(fn, *args) -> Future:

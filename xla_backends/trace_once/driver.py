@@ -27,7 +27,7 @@ from .. import fake_kernels
 from .._device import all_on_host, copying_transfers, host_positions, output_devices, run_on_xla
 from ..strides import fix_as_strided
 from . import _xlac
-from .compile import NO_DONATION, Donors, compile_results
+from .compile import NO_DONATION, Donors, compile_results, overlap_pays
 from .lift import lift_state, read_state
 from .partition import fallback_nodes, split
 from .plan import Source, make_plan
@@ -80,7 +80,9 @@ class TraceOnce:
 
         dynamo calls its backend with the very tensors its first call will
         pass, then spends a while on guards and bytecode before making that
-        call; the compile overlaps that while. The first run waits for it.
+        call; the compile overlaps that while where a second CPU can run it
+        (``compile.overlap_pays``; on one CPU it runs here, in line). The
+        first run waits for it.
         Example inputs that are not plain tensors (fake tensors under AOT
         autograd, subclasses) or do not match the graph's placeholders are
         left for the first call, and so is a build that fails here: the
@@ -90,7 +92,7 @@ class TraceOnce:
         if not _preparable(self.gm, args):
             return
         try:
-            self._runner_for(args, background=True)
+            self._runner_for(args, background=overlap_pays())
         except Exception:
             self._scalars, self._graphs, self._only = None, {}, None
 
