@@ -53,6 +53,53 @@ def output_devices(gm: torch.fx.GraphModule) -> list:
     return [_seen_device(leaf) for leaf in pytree.tree_leaves(outputs[0].args[0])]
 
 
+def arg_views(gm: torch.fx.GraphModule) -> list:
+    """``(leaf, arg, size, stride, offset)`` per output leaf that dynamo saw
+    as a view of argument ``arg`` (not the argument itself): its layout, the
+    offset counted from the argument's own. From the fake tensors dynamo
+    recorded, which alias as eager's do; leaves with symbolic sizes, or a
+    graph without such records, give none."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    outputs = [n for n in gm.graph.nodes if n.op == "output"]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(outputs) != 1:
+        return []
+    seen_args = {}
+    for i, node in enumerate(placeholders):
+        seen = node.meta.get("example_value")
+        if isinstance(seen, torch.Tensor):
+            seen_args.setdefault(StorageWeakRef(seen.untyped_storage()), (i, seen))
+    views = []
+    for k, leaf in enumerate(pytree.tree_leaves(outputs[0].args[0])):
+        if not isinstance(leaf, torch.fx.Node) or leaf.op == "placeholder":
+            continue
+        seen = leaf.meta.get("example_value")
+        if not isinstance(seen, torch.Tensor) or seen.device.type == "xla":
+            continue
+        arg = seen_args.get(StorageWeakRef(seen.untyped_storage()))
+        if arg is None:
+            continue
+        i, base = arg
+        layout = (*seen.size(), *seen.stride(), seen.storage_offset(), base.storage_offset())
+        if all(type(v) is int for v in layout):
+            views.append((k, i, tuple(seen.size()), seen.stride(), seen.storage_offset() - base.storage_offset()))
+    return views
+
+
+def with_arg_views(out, args, views, devices=()):
+    """``out`` with each leaf of ``views`` (``arg_views``) made, on the
+    caller's tensor, the view eager returns; leaves eager makes on the XLA
+    device stay as they are."""
+    if not views:
+        return out
+    leaves, spec = pytree.tree_flatten(out)
+    for k, i, size, stride, offset in views:
+        if k < len(leaves) and not (k < len(devices) and devices[k] == "xla"):
+            leaves[k] = args[i].as_strided(size, stride, args[i].storage_offset() + offset)
+    return pytree.tree_unflatten(leaves, spec)
+
+
 def _seen_device(node):
     meta = node.meta if isinstance(node, torch.fx.Node) else {}
     seen = meta.get("example_value", meta.get("val"))

@@ -24,7 +24,8 @@ from torch._dynamo.utils import counters
 from torch.utils import _pytree as pytree
 
 from .. import fake_kernels
-from .._device import all_on_host, copying_transfers, host_positions, output_devices, run_on_xla
+from .._device import (all_on_host, arg_views, copying_transfers, host_positions, output_devices, run_on_xla,
+                       with_arg_views)
 from ..strides import fix_as_strided
 from . import _xlac
 from .compile import NO_DONATION, Donors, compile_results, overlap_pays
@@ -141,11 +142,14 @@ class OnHost:
     an earlier output, or an intermediate the executable computes) or
     repeats are rebuilt on the host results, so they alias as in eager: an
     intermediate that outputs view comes to the host once, and its views are
-    made there."""
+    made there. A graph with no plan of the whole (cut around ops with no
+    XLA lowering, or run lazily) has its views of the arguments made on the
+    caller's tensors, in the layout dynamo saw them have."""
 
     def __init__(self, gm):
         self.gm = copying_transfers(gm)
         self.devices = output_devices(gm)
+        self.arg_views = arg_views(gm)
         self.runner = None  # built on the first call's XLA copies
         self._aliases_of, self._alias_list = None, []  # the plan they were worked out for
         self._results = None  # this call's XLA results, while it runs
@@ -153,6 +157,8 @@ class OnHost:
     def __call__(self, args):
         out = run_on_xla(self._run, args, host_positions(args), self.devices)
         results, self._results = self._results, None
+        if not isinstance(self.runner, Replay):
+            return with_arg_views(out, args, self.arg_views, self.devices)
         aliases = self._aliases()
         if not aliases:
             return out
