@@ -18,6 +18,7 @@ import torch_xla  # noqa: E402,F401
 
 import copy  # noqa: E402
 import sys  # noqa: E402
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -95,6 +96,23 @@ class Metrics:
 
     def clear(self) -> None:
         self.met.clear_all()
+
+
+@pytest.fixture
+def bridge():
+    """The bridge's own counters (traces, replays, retraces, ...), from zero."""
+    from torch._dynamo.utils import counters
+
+    counters["trace_once"].clear()
+    return counters["trace_once"]
+
+
+@pytest.fixture
+def quiet():
+    """Warnings silenced: our partition and fallback warnings are expected in some tests."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 @pytest.fixture

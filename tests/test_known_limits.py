@@ -24,21 +24,6 @@ def _randn(*shape, seed):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
-@pytest.fixture
-def bridge():
-    from torch._dynamo.utils import counters
-
-    counters["trace_once"].clear()
-    return counters["trace_once"]
-
-
-@pytest.fixture
-def quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
 @pytest.mark.xfail(strict=True, reason="torch_xla advances the device seed once per sync() and its "
                    "in-step chain once per random op, and exposes no way to advance only the in-step "
                    "chain: a replay, one executable per call, moves the seed as one lazy step does")

@@ -44,15 +44,6 @@ def mlp_inputs(batch=2):
     return lambda call: (_randn(batch, 8, seed=call),)
 
 
-@pytest.fixture
-def bridge():
-    """The bridge's own counters (traces, replays, retraces, ...), from zero."""
-    from torch._dynamo.utils import counters
-
-    counters["trace_once"].clear()
-    return counters["trace_once"]
-
-
 # --- inputs and parameters -------------------------------------------------
 
 

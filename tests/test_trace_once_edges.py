@@ -33,22 +33,6 @@ def _compile(fn, **kwargs):
     return torch.compile(fn, backend=BACKEND, **kwargs)
 
 
-@pytest.fixture
-def bridge():
-    from torch._dynamo.utils import counters
-
-    counters["trace_once"].clear()
-    return counters["trace_once"]
-
-
-@pytest.fixture
-def quiet():
-    """Our partition warnings are expected in some tests."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
 # --- regressions ------------------------------------------------------------------
 
 

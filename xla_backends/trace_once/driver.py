@@ -152,6 +152,7 @@ class OnHost:
         self.arg_views = arg_views(gm)
         self.runner = None  # built on the first call's XLA copies
         self._aliases_of, self._alias_list = None, []  # the plan they were worked out for
+        self._views_results = False  # do some of them view an intermediate the executable computes?
         self._results = None  # this call's XLA results, while it runs
 
     def __call__(self, args):
@@ -188,6 +189,8 @@ class OnHost:
             self._aliases_of, self._alias_list = plan, [
                 (k, plan.outputs[k]) for k in order
                 if plan.outputs[k].source in (Source.SAME, Source.VIEW) and not self._on_device(k)]
+            self._views_results = any(v.source is Source.VIEW and v.payload.of == "result"
+                                      for _, v in self._alias_list)
         return self._alias_list
 
     def _on_device(self, leaf: int) -> bool:
@@ -196,14 +199,11 @@ class OnHost:
     def _run(self, xla_args):
         if self.runner is None:
             self.runner = build(self.gm, xla_args)
-        if self._views_of_results():
+        self._aliases()
+        if self._views_results:
             out, self._results = self.runner.with_results(xla_args)
             return out
         return self.runner(xla_args)
-
-    def _views_of_results(self) -> bool:
-        """Do some host outputs view an intermediate the executable computes?"""
-        return any(v.source is Source.VIEW and v.payload.of == "result" for _, v in self._aliases())
 
 
 class Partitioned:
