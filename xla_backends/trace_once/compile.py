@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import traceback
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -171,14 +172,28 @@ def _in_background(fn, *args) -> Future:
     a pool: a process forked after a compile would inherit a pool whose
     thread it lacks, and queue its compiles forever."""
     future: Future = Future()
+    # The arguments (the trace's lazy results) go to the thread in a box it
+    # empties before it resolves the future: the waiter may go on at once,
+    # and while a lazy result is still alive a ``torch_xla.sync()`` after
+    # the first call compiles and runs the whole traced graph once more.
+    job = [fn, args]
 
     def work():
         try:
-            fn(*args)
+            _call_once(job)
         except BaseException as err:  # handed to whoever waits for the future
+            traceback.clear_frames(err.__traceback__)  # their locals: the arguments
             future.set_exception(err)
         else:
             future.set_result(None)
 
     threading.Thread(target=work, name="torchxla_trace_once compile").start()
     return future
+
+
+def _call_once(job: list) -> None:
+    """``fn(*args)`` of ``job`` = ``[fn, args]``, emptying ``job`` first, so
+    that no reference to the arguments outlives the call."""
+    fn, args = job
+    job.clear()
+    fn(*args)
