@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -397,11 +398,84 @@ def test_failure_note_shows_error_and_markdown_escapes_pipes(tmp_path):
 
 
 def test_empty_runs(tmp_path):
+    """Two header-only files: nothing to judge, which the gate never passes."""
     empty = tmp_path / "e.csv"
     empty.write_text(",".join(store.CSV_COLUMNS) + "\n")
     comparison = compare.compare(empty, empty)
-    assert comparison.rows == [] and compare.exit_code(comparison) == 0
+    assert comparison.rows == [] and compare.exit_code(comparison) == 1
     assert "no rows" in compare.render_markdown(comparison)
+
+
+def test_a_header_only_old_file_fails_the_gate(tmp_path, capsys):
+    """An OLD run that wrote no rows (killed before its first model) leaves
+    nothing to judge NEW against: FAIL, exit status 1, never INCONCLUSIVE
+    with 0."""
+    empty = tmp_path / "old.csv"
+    empty.write_text(",".join(store.CSV_COLUMNS) + "\n")
+    new = _ratio_run(tmp_path / "new.csv", {"alexnet": [0.5] * 10})
+    comparison = compare.compare(empty, new)
+    assert comparison.old_empty
+    assert compare.verdict(comparison) == "FAIL (OLD has no rows to judge against)"
+    assert compare.exit_code(comparison) == 1
+    assert cli.main(["compare", str(empty), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "EMPTY: OLD has no rows" in out and "PASS" not in out
+    assert json.loads(compare.render_json(comparison))["old_empty"] is True
+
+
+def _cut_last_line(path, keep_fields):
+    """Cut ``path``'s last line after its first ``keep_fields`` CSV fields
+    and a few characters of the next (a writer killed mid-row)."""
+    text = path.read_text()
+    head, _, last = text[:-1].rpartition("\n")
+    fields = last.split(",")
+    path.write_text(head + "\n" + ",".join(fields[:keep_fields]) + "," + fields[keep_fields][:2])
+
+
+def test_an_old_file_cut_mid_row_is_named_and_never_a_plain_pass(tmp_path, capsys):
+    """A shard killed mid-write: the row it lost is not "added" in NEW, the
+    cut is one line naming the file and the row, no raw Python warning."""
+    ratios = {"alexnet": [0.5] * 10, "resnet18": [0.5] * 10}
+    old, new = _ratio_run(tmp_path / "old.csv", ratios), _ratio_run(tmp_path / "new.csv", ratios)
+    _cut_last_line(old, store.CSV_COLUMNS.index("backend") + 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning from the readers fails the test
+        comparison = compare.compare(old, new)
+        code = cli.main(["compare", str(old), str(new)])
+    marks = {row.name: row.mark for row in comparison.rows}
+    assert marks == {"alexnet": compare.NO_CHANGE, "resnet18": compare.INCONCLUSIVE}
+    verdict = compare.verdict(comparison)
+    assert verdict != "PASS" and "OLD damaged" in verdict, verdict
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    damaged = [line for line in out.splitlines() if "cut mid-row" in line and line.startswith("DAMAGED")]
+    assert damaged == [f"DAMAGED: OLD {old} is cut mid-row: the row of resnet18 / b lost"]
+    # With --fail-on-inconclusive the row the cut lost fails the gate.
+    assert compare.exit_code(compare.compare(old, new, fail_on_inconclusive=True)) == 1
+
+
+def test_a_cut_before_the_backend_field_still_names_the_model(tmp_path):
+    ratios = {"alexnet": [0.5] * 10, "resnet18": [0.5] * 10}
+    old, new = _ratio_run(tmp_path / "old.csv", ratios), _ratio_run(tmp_path / "new.csv", ratios)
+    _cut_last_line(old, 3)
+    comparison = compare.compare(old, new)
+    assert _by_key(comparison)[("resnet18", "b")].mark == compare.INCONCLUSIVE
+    assert comparison.damaged == (f"OLD {old} is cut mid-row: the row of resnet18 lost",)
+
+
+def test_a_new_file_cut_mid_row_loses_its_row_to_the_gate(tmp_path):
+    ratios = {"alexnet": [0.5] * 10, "resnet18": [0.5] * 10}
+    old, new = _ratio_run(tmp_path / "old.csv", ratios), _ratio_run(tmp_path / "new.csv", ratios)
+    samples = store.samples_path(new)
+    samples.write_text(samples.read_text()[:-30])  # the last samples record too
+    _cut_last_line(new, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        comparison = compare.compare(old, new)
+    assert _by_key(comparison)[("resnet18", "b")].mark == compare.REMOVED
+    assert compare.exit_code(comparison) == 1
+    assert comparison.damaged == (f"NEW {new} is cut mid-row: the row of resnet18 lost",
+                                  f"NEW {samples} is cut mid-record: the samples record of resnet18 / b lost")
 
 
 def test_a_lost_shard_fails_the_gate(tmp_path):

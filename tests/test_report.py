@@ -443,3 +443,22 @@ def test_an_accuracy_cycle_speaks_of_checks_not_speedups():
     text = report.caption(df)
     assert text.endswith("; each batch size of the cycle was checked and is a row of its own")
     assert "speedup" not in text
+
+
+def test_a_speedup_on_too_few_samples_is_flagged_in_the_run_report():
+    """Three samples give a bootstrap "95%" interval that means nothing:
+    the run's own report shows the speedup bare, says why, and names the
+    remedy; five samples keep their interval."""
+    rows = [_row("alexnet", "torchxla_trivial", 1.15, 1.08, 1.28, repeats_used=3),
+            _row("alexnet", "torchxla_trace_once", 2.0, 1.9, 2.25, repeats_used=5)]
+    df = _frame(rows)
+    _, body = report.speedup_table(df)
+    assert body[0][2:] == ["1.15x (3 samples)", "2.00x [1.90, 2.25]"]
+    assert report.too_few_samples(df) == [("alexnet", "torchxla_trivial", 3)]
+    console = report.render_console(df)
+    assert "[1.08, 1.28]" not in console
+    assert ("warning: alexnet / torchxla_trivial: 3 timed samples, fewer than the 5 a paired test "
+            "needs") in console
+    assert "--repeat 5" in console
+    md = report.render_markdown(df)
+    assert "## Too few samples" in md and "[1.08, 1.28]" not in md

@@ -80,11 +80,12 @@ def _check_compare_args(args: argparse.Namespace) -> None:
 
 def _check_same_measure(old: str, new: str) -> None:
     """Speedups compare with speedups: an accuracy run's verdicts are refused."""
-    from benchmarks.results import store
+    from benchmarks.results import pairing, store
 
     kinds = {}
     for path in (old, new):
-        rows = store.read_rows(path).to_dict("records")
+        with pairing.cut_lines_said_elsewhere():  # the comparison names a cut file itself
+            rows = store.read_rows(path).to_dict("records")
         kinds[path] = "accuracy" if any(store.measures(r) == "accuracy" for r in rows) else "performance"
     if "accuracy" in kinds.values():
         which = next(p for p, k in kinds.items() if k == "accuracy")

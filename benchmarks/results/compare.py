@@ -48,6 +48,13 @@ The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
 ``allow_removed`` (a nightly that lost a shard must not pass silently); on
 ``inconclusive`` only with ``fail_on_inconclusive``.
 
+**Damaged and empty files.** A run's file cut mid-line (a shard killed
+mid-write: ``store.cuts``) is named in one line with what it lost; a pair
+whose OLD row was the one lost is ``inconclusive``, not ``added``, and the
+verdict says the file is damaged (never a plain PASS). An OLD side with no
+rows at all (a header-only file) leaves nothing to judge against: the gate
+fails.
+
 Within one file the last row (and the last samples record of each role) of a
 pair wins, as in ``benchmarks.results.report``: a re-run appended to the same CSV
 replaces the earlier attempt.
@@ -194,6 +201,11 @@ class Comparison:
     partial: str = ""
     cpu_change: str = ""
     confirmation: Confirmation | None = None
+    # One line per file cut mid-write (``store.Cut.describe``), OLD's first.
+    damaged: tuple[str, ...] = ()
+    old_damaged: bool = False
+    # OLD had no rows at all: nothing to judge NEW against (the gate fails).
+    old_empty: bool = False
 
     @property
     def gating_marks(self) -> frozenset[str]:
@@ -316,8 +328,16 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
     return {**found, "mark": mark}
 
 
+def _lost_by(cuts: Sequence[store.Cut], key: store.ExperimentKey) -> store.Cut | None:
+    """The cut of an OLD file that may have lost ``key``'s row: one that
+    names its model (and backend, when the fragment got that far)."""
+    return next((c for c in cuts if c.record == "row" and c.name == key.name
+                 and c.backend in (None, key.backend)), None)
+
+
 def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side | None, policy: _Policy,
-         partial: bool = False, mixed_cpus: bool = False) -> RowComparison:
+         partial: bool = False, mixed_cpus: bool = False,
+         old_cuts: Sequence[store.Cut] = ()) -> RowComparison:
     base = dict(
         key=key,
         name=key.name,
@@ -334,6 +354,10 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
         new_speedup=new.speedup if new else NAN,
     )
     if old is None:
+        cut = _lost_by(old_cuts, key)
+        if cut is not None:  # not new: OLD lost its row to the cut
+            return RowComparison(mark=INCONCLUSIVE, note=f"OLD lost its row: {cut.path.name} is cut mid-row",
+                                 **base)
         return RowComparison(mark=ADDED, **base)
     if new is None:
         # A partial run lost it (a shard died); a complete run no longer has it.
@@ -362,7 +386,7 @@ def compare(
     new_csv: str | os.PathLike,
     threshold: float = 0.05,
     alpha: float = 0.05,
-    min_samples: int = 5,
+    min_samples: int = stats.MIN_PAIRED_SAMPLES,
     *,
     latency_criterion: bool = False,
     allow_removed: bool = False,
@@ -392,9 +416,12 @@ def compare(
     if not olds:
         raise ValueError("no baseline run to compare with")
     (old_run, old_dfs), (new_run, new_df) = pairing.load_baseline(olds), pairing.load_run(new_csv)
+    old_cuts = [cut for path in olds for cut in store.cuts(path)]
+    new_cuts = store.cuts(new_csv)
     mixed = len(pairing.cpus_of(old_run)) > 1 or len(pairing.cpus_of(new_run)) > 1
     pairs = store.pair_experiments(old_run, new_run)
-    rows = [_row(o or n, old_run.get(o), new_run.get(n), policy, bool(partial), mixed) for o, n in pairs]
+    rows = [_row(o or n, old_run.get(o), new_run.get(n), policy, bool(partial), mixed, old_cuts)
+            for o, n in pairs]
     ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and store.is_finite(row.change)]
     old_tag = pairing.run_tag(old_dfs[-1]) if len(olds) == 1 else ""
     labels = run_labels(olds, new_csv, old_tag, pairing.run_tag(new_df))
@@ -413,6 +440,9 @@ def compare(
         baseline=baseline,
         partial=partial,
         cpu_change=cpu_change(old_run, new_run),
+        damaged=tuple([f"OLD {c.describe()}" for c in old_cuts] + [f"NEW {c.describe()}" for c in new_cuts]),
+        old_damaged=bool(old_cuts),
+        old_empty=not old_run,
     )
 
 
@@ -473,9 +503,10 @@ def failing_counts(comparison: Comparison) -> dict[str, int]:
 
 
 def exit_code(comparison: Comparison) -> int:
-    """The gate: 1 when any row has a mark in ``comparison.gating_marks``
-    (or, with ``fail_on_inconclusive``, when nothing was compared), else 0."""
-    return int(bool(failing_counts(comparison))
+    """The gate: 1 when any row has a mark in ``comparison.gating_marks``,
+    when OLD had no rows to judge against (or, with
+    ``fail_on_inconclusive``, when nothing was compared), else 0."""
+    return int(bool(failing_counts(comparison)) or comparison.old_empty
                or (comparison.fail_on_inconclusive and nothing_compared(comparison)))
 
 
@@ -585,21 +616,30 @@ def rule(comparison: Comparison) -> str:
 
 
 def verdict(comparison: Comparison) -> str:
-    """``"PASS"``, ``"PASS (2 inconclusive)"`` or ``"FAIL (1 slower, 2 removed)"``."""
-    failing = failing_counts(comparison)
+    """``"PASS"``, ``"PASS (2 inconclusive)"`` or ``"FAIL (1 slower, 2 removed)"``;
+    never a plain PASS against a damaged OLD file, never a pass against an
+    empty one."""
+    failing = [f"{n} {m}" for m, n in failing_counts(comparison).items()]
+    if comparison.old_empty:
+        failing.append("OLD has no rows to judge against")
+    damaged = ["OLD damaged"] if comparison.old_damaged else []
     if failing:
-        return "FAIL (" + ", ".join(f"{n} {m}" for m, n in failing.items()) + ")"
+        return f"FAIL ({', '.join(failing + damaged)})"
     if nothing_compared(comparison):
-        return "INCONCLUSIVE (no experiment in both runs with the same settings)"
+        return f"INCONCLUSIVE ({'; '.join(['no experiment in both runs with the same settings', *damaged])})"
     inconclusive = comparison.counts().get(INCONCLUSIVE)
-    return f"PASS ({inconclusive} inconclusive)" if inconclusive else "PASS"
+    qualifiers = ([f"{inconclusive} inconclusive"] if inconclusive else []) + damaged
+    return f"PASS ({', '.join(qualifiers)})" if qualifiers else "PASS"
 
 
 def context(comparison: Comparison) -> list[str]:
     """What a reader must know before the table: the baseline used, a
     partial run, a change of CPU, the re-run of slower rows (each a line,
     only those that apply)."""
-    lines = []
+    lines = [f"DAMAGED: {line}" for line in comparison.damaged]
+    if comparison.old_empty:
+        lines.append("EMPTY: OLD has no rows (a run that wrote none, or a header-only file): "
+                     "nothing to judge NEW against")
     if comparison.partial:
         lines.append(f"PARTIAL RUN: {comparison.partial}; its absent rows are missing, not removed")
     if comparison.baseline:
@@ -652,6 +692,8 @@ def render_json(comparison: Comparison) -> str:
         "baseline": comparison.baseline,
         "partial": comparison.partial,
         "cpu_change": comparison.cpu_change,
+        "damaged": list(comparison.damaged),
+        "old_empty": comparison.old_empty,
         "confirmation": (None if comparison.confirmation is None
                          else vars(comparison.confirmation)),
         "rows": [_row_fields(row) for row in comparison.rows],

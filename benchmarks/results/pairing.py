@@ -10,6 +10,8 @@ complete runs into one reference; ``paired_ratios``, ``cpu_label`` /
 from __future__ import annotations
 
 import os
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -117,9 +119,19 @@ def cpu_label(row: Mapping[str, Any]) -> str:
     return ", ".join([model or "unknown CPU"] + ([count] if count else []))
 
 
+@contextmanager
+def cut_lines_said_elsewhere():
+    """Readers' warnings of a torn last line silenced: ``store.cuts`` names
+    the lost record in the comparison's own words instead."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*truncated last line", category=RuntimeWarning)
+        yield
+
+
 def load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], Side], pd.DataFrame]:
-    df = store.latest(store.read_rows(csv_path))
-    samples = _samples(store.samples_path(csv_path))
+    with cut_lines_said_elsewhere():
+        df = store.latest(store.read_rows(csv_path))
+        samples = _samples(store.samples_path(csv_path))
     run = {}
     for _, row in df.iterrows():
         key = experiment_key(row)

@@ -15,6 +15,8 @@ Offers:
 * ``headroom_table(df)`` -- per row, the zero-overhead limit of the speedup
   and the share of it the backend captured (``headroom_share``), where that
   share can be told from the noise.
+* ``too_few_samples(df)`` -- the passing rows timed fewer times than
+  ``compare``'s paired test needs: shown without an interval, and flagged.
 * ``persistent_cache_warning(df)`` -- a line when ``--compile-cache`` never
   loaded an executable it tried to load.
 * ``render_markdown(df, title=...) -> str`` and ``render_console(df) -> str``.
@@ -87,6 +89,22 @@ def _format_speedup(value: float, low: float = math.nan, high: float = math.nan)
     return f"{value:.2f}x"
 
 
+def timed_samples(row: pd.Series) -> int | None:
+    """How many timed samples a row's speedup rests on (``repeats_used``,
+    else the ``repeat`` asked for); None when the row does not say."""
+    for column in ("repeats_used", "repeat"):
+        if store.is_finite(row.get(column)):
+            return int(row[column])
+    return None
+
+
+def _too_few(row: pd.Series) -> bool:
+    """A passing speedup on fewer samples than a paired test needs."""
+    n = timed_samples(row)
+    return (n is not None and n < stats.MIN_PAIRED_SAMPLES and store.passed(row)
+            and store.is_finite(row.get("speedup")))
+
+
 def _cell(row: pd.Series | None) -> str:
     if row is None:
         return MISSING
@@ -94,6 +112,8 @@ def _cell(row: pd.Series | None) -> str:
         return str(row["status"])
     if not store.is_finite(row["speedup"]) and isinstance(row.get("accuracy"), str):
         return row["accuracy"]  # an --accuracy run measures no speedup
+    if _too_few(row):  # an interval of so few samples would claim a precision it lacks
+        return f"{_format_speedup(row['speedup'])} ({timed_samples(row)} samples)"
     return _format_speedup(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"])
 
 
@@ -457,12 +477,29 @@ def persistent_cache_warning(df: pd.DataFrame) -> str | None:
 
 
 def unstable(df: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """``(name, backend, reason)`` of every row flagged as unstable."""
+    """``(name, backend, reason)`` of every row flagged as unstable (a row
+    with too few samples for an interval is ``too_few_samples``'s)."""
     if "unstable" not in df.columns:
         return []
     latest = store.latest(df)
     return [(row["name"], row["backend"], row["unstable"]) for _, row in latest.iterrows()
-            if isinstance(row["unstable"], str) and row["unstable"]]
+            if isinstance(row["unstable"], str) and row["unstable"] and not _too_few(row)]
+
+
+def too_few_samples(df: pd.DataFrame) -> list[tuple[str, str, int]]:
+    """``(name, backend, samples)`` of every passing row timed fewer times
+    than ``compare``'s paired test needs (``stats.MIN_PAIRED_SAMPLES``): its
+    speedup is shown without an interval, and ``compare`` will call it
+    inconclusive."""
+    latest = store.latest(df)
+    return [(row["name"], row["backend"], timed_samples(row)) for _, row in latest.iterrows()
+            if _too_few(row)]
+
+
+def too_few_line(name: str, backend: str, samples: int) -> str:
+    return (f"{name} / {backend}: {samples} timed samples, fewer than the {stats.MIN_PAIRED_SAMPLES} "
+            f"a paired test needs: no interval is given and compare will call it inconclusive; "
+            f"rerun with --repeat {stats.MIN_PAIRED_SAMPLES} or more")
 
 
 # --------------------------------------------------------------------------
@@ -531,6 +568,13 @@ def _speed_sections(df: pd.DataFrame, plot: str | None) -> list[str]:
 
 def _metric_sections(df: pd.DataFrame) -> list[str]:
     parts = []
+    few = too_few_samples(df)
+    if few:
+        parts += ["## Too few samples", "",
+                  f"These speedups rest on fewer than the {stats.MIN_PAIRED_SAMPLES} timed samples a paired "
+                  f"test needs: they are shown without an interval, and `compare` calls them inconclusive. "
+                  f"Rerun with --repeat {stats.MIN_PAIRED_SAMPLES} or more.", "",
+                  tables.render(["name", "backend", "samples"], [[n, b, str(k)] for n, b, k in few], tables.MARKDOWN), ""]
     shaky = unstable(df)
     if shaky:
         parts += ["## Unstable measurements", "", f"To firm them up, {UNSTABLE_REMEDY}.", "",
@@ -581,7 +625,10 @@ def render_console(df: pd.DataFrame, logs: Path | None = None) -> str:
         text += f" (log: {log})" if log else ""
     for name, backend, why in shaky:
         text += f"\nwarning: {name} / {backend} may be unstable ({why}); {UNSTABLE_REMEDY}."
-    return text + ("\n" if failed or shaky else "")
+    few = too_few_samples(df)
+    for name, backend, samples in few:
+        text += f"\nwarning: {too_few_line(name, backend, samples)}."
+    return text + ("\n" if failed or shaky or few else "")
 
 
 def write_markdown(csv_path: str | os.PathLike, title: str | None = None,

@@ -140,6 +140,11 @@ def relative_ci_width(low: float, high: float, estimate: float) -> float:
     return (high - low) / estimate
 
 
+# The fewest paired samples per side on which ``compare`` runs its test
+# (``--min-samples``'s default); a run timed fewer times has a speedup but no
+# interval worth the name, and its report says so.
+MIN_PAIRED_SAMPLES = 5
+
 # A measurement is flagged unstable when its speedup's CI is wider than this
 # fraction of the speedup, or when its samples drift over the run.
 UNSTABLE_CI_WIDTH = 0.25

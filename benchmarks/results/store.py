@@ -26,7 +26,9 @@ Crash safety: every record is one complete line handed to a single
 ``os.write`` on an ``O_APPEND`` descriptor, followed by ``fsync``, so killing
 the harness at any moment leaves whole lines only.  Should a file still end in
 a torn line (power loss, a foreign writer), readers drop that unterminated
-last line with a warning, and the next append cuts it off before writing.
+last line with a warning, and the next append cuts it off before writing;
+``cuts(csv_path)`` says which of a run's files end so, and whose record the
+cut lost.
 """
 from __future__ import annotations
 
@@ -36,9 +38,11 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -232,6 +236,72 @@ def read_text(path: str | os.PathLike) -> str:
         warnings.warn(f"{path}: ignoring truncated last line {torn[:60]!r}", RuntimeWarning, stacklevel=3)
         text = kept + "\n" if kept else ""
     return text
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A file whose last line a write cut short (a writer killed mid-write):
+    which file, what kind of record was lost, and whose, as far as the
+    fragment tells (``name``, ``backend``: None when cut before them)."""
+
+    path: Path
+    record: str  # "row", "samples record", "header"
+    name: str | None = None
+    backend: str | None = None
+
+    def lost(self) -> str:
+        """``"the row of resnet18 / eager"``: what the cut lost, in words."""
+        if self.record == "header":
+            return "its header, so every row"
+        whose = " / ".join(x for x in (self.name, self.backend) if x)
+        return f"the {self.record} of {whose}" if whose else f"one {self.record}"
+
+    def describe(self) -> str:
+        """One line: the file, that it is cut, and what that lost."""
+        return f"{self.path} is cut mid-{self.record.split()[-1]}: {self.lost()} lost"
+
+
+def _torn_fragment(path: Path) -> tuple[str, str] | None:
+    """(the file's first line, its unterminated last line), or None when
+    the file is absent or ends with a newline."""
+    if not path.exists():
+        return None
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    if not text or text.endswith("\n"):
+        return None
+    return text.partition("\n")[0], text.rpartition("\n")[2]
+
+
+def _csv_cut(path: Path) -> Cut | None:
+    found = _torn_fragment(path)
+    if found is None:
+        return None
+    header_line, fragment = found
+    if fragment == header_line:  # no newline at all
+        return Cut(path, "header")
+    header = next(csv.reader([header_line]))
+    fields = next(csv.reader([fragment]), [])
+    whole = fields[:-1]  # the last field may itself be cut
+    known = dict(zip(header, whole))
+    return Cut(path, "row", known.get("name") or None, known.get("backend") or None)
+
+
+def _json_string(key: str, fragment: str) -> str | None:
+    match = re.search(rf'"{key}": "((?:[^"\\]|\\.)*)"', fragment)
+    return json.loads(f'"{match.group(1)}"') if match else None
+
+
+def cuts(csv_path: str | os.PathLike) -> list[Cut]:
+    """The files of the run at ``csv_path`` (its CSV and samples) whose last
+    line is cut short; readers drop such a line (``read_text``), this says
+    what it held."""
+    found = [_csv_cut(Path(csv_path))]
+    torn = _torn_fragment(samples_path(csv_path))
+    if torn is not None:
+        fragment = torn[1]
+        found.append(Cut(samples_path(csv_path), "samples record", _json_string("name", fragment),
+                         _json_string("backend", fragment)))
+    return [cut for cut in found if cut is not None]
 
 
 # --------------------------------------------------------------------------
