@@ -114,7 +114,7 @@ nightly: install
 # NIGHTLY_REPEAT (timed repeats), NIGHTLY_SUITE (builtin, seed or torchbench:
 # TORCHBENCH_DIR, default torchbench, is then the pytorch/benchmark checkout).
 # A shard without NIGHTLY_SHARD(S) takes its place from a Slurm job array or a
-# Kubernetes Indexed Job (see benchmarks/nightly.py).
+# Kubernetes Indexed Job (see benchmarks/nightly/shard.py).
 NIGHTLY_ROOT ?= results/nightly
 SITE_DIR ?= results/site
 

@@ -783,8 +783,8 @@ def test_a_year_of_history_opens_fast(browser, tmp_path, capsys):
     memory (the nights' files are the slow test's business): it opens, with
     no console error, within the limit; prints the figures (pytest -s)."""
     frames = history_frames(365, YEAR_MODELS, YEAR_BACKENDS, seed=1, failures=YEAR_FAILURES)
-    nights = [dashboard.Night(date, tmp_path / date,
-                              "FAIL (1 slower)" if i in YEAR_GATE_FAILURES else "PASS" if i else None)
+    nights = [dashboard.Night(date, tmp_path / date, gate={"verdict": "FAIL (1 slower)"} if i in YEAR_GATE_FAILURES
+                              else {"verdict": "PASS"} if i else {})
               for i, (date, _) in enumerate(frames)]
     history = dashboard.combine([(i, df) for i, (_, df) in enumerate(frames)])
     index = dashboard.write_site(tmp_path / "site", nights, history)

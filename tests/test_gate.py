@@ -1,4 +1,4 @@
-"""Tests of the nightly gate (benchmarks.results.gate, benchmarks.results.history): the
+"""Tests of the nightly gate (benchmarks.nightly.gate, benchmarks.nightly.history): the
 stable baseline that catches a slow drift, partial nights kept out of it,
 the confirmation re-run, and a night with no baseline.
 
@@ -12,8 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.results import compare, gate, history, store
 from benchmarks import nightly
+from benchmarks.nightly import gate, history
+from benchmarks.nightly.night import NIGHT_FILE, Night, shard_meta_path, write_json, write_state
+from benchmarks.nightly.shard import NIGHT_FLAGS, planned_models
+from benchmarks.results import compare, store
 
 DRIFT, STEADY = "torchxla_trace_once", "openxla_eval"
 REPEATS = 8
@@ -139,7 +142,7 @@ def _shard_night(root, date, seed, shards, finished=None, models=("a", "b", "c",
         store.append_rows(path, [{k: v for k, v in r.items() if k != "schema_version"} for r in rows])
         store.append_samples(store.samples_path(path), [
             r for r in store.read_samples(store.samples_path(full)) if r["name"] in kept])
-        history.write_json(history.shard_meta_path(folder, shard), {
+        write_json(shard_meta_path(folder, shard), {
             "shard": shard, "shards": 2, "models": plan[shard], "finished": finished.get(shard, True)})
     assert nightly.main(["merge", "--root", str(root), "--date", date]) == 0
     return root / date
@@ -149,7 +152,7 @@ def test_a_night_that_lost_a_shard_is_partial_and_its_models_missing(tmp_path, c
     _shard_night(tmp_path, DATES[0], 0, [0, 1])
     night = _shard_night(tmp_path, DATES[1], 1, [0])  # shard 1 never came back
     assert "PARTIAL NIGHT 2026-01-02: shard 1 of 2 lost" in capsys.readouterr().err
-    meta = history.read_night(night).meta
+    meta = Night.read(night).meta
     assert (meta["shards_lost"], meta["partial"]) == ([1], "shard 1 of 2 lost")
     assert _gate(tmp_path, DATES[1], "--no-confirm") == 1  # a lost shard never passes silently
     verdict = _verdict(tmp_path, DATES[1])
@@ -177,16 +180,16 @@ def test_a_partial_night_is_never_a_baseline(tmp_path, capsys):
 
 def test_an_unfinished_shard_makes_the_night_partial_and_names_the_models_not_run(tmp_path):
     night = _shard_night(tmp_path, DATES[0], 0, [0, 1], finished={1: False})
-    meta = history.read_night(night).meta
+    meta = Night.read(night).meta
     assert meta["shards_unfinished"] == [1] and meta["models_not_run"] == ["d"]
     assert meta["partial"] == "shard 1 did not finish (not run: d)"
 
 
 def test_the_models_of_a_lost_shard_are_worked_out_from_the_settings(fault_models):
-    runner = {"flags": [*nightly.NIGHT_FLAGS, "--suite", "torchbench"], "backends": "eager",
+    runner = {"flags": [*NIGHT_FLAGS, "--suite", "torchbench"], "backends": "eager",
               "filter": ["^(ok_|slow_)"]}
-    assert nightly.planned_models(runner, 2, 1) == ["ok_tiny", "slow_2"]
-    assert nightly.planned_models({**runner, "filter": ["^nothing$"]}, 2, 1) is None
+    assert planned_models(runner, 2, 1) == ["ok_tiny", "slow_2"]
+    assert planned_models({**runner, "filter": ["^nothing$"]}, 2, 1) is None
 
 
 # --------------------------------------------------------------------------
@@ -199,7 +202,7 @@ def _regressed(tmp_path):
     for night in range(3):
         _write_night(tmp_path, DATES[night], {DRIFT: 0.8, STEADY: 0.9}, seed=night)
     _write_night(tmp_path, DATES[3], {DRIFT: 0.8 * 1.15, STEADY: 0.9}, seed=3)
-    history.write_json(tmp_path / DATES[3] / history.NIGHT_FILE,
+    write_json(tmp_path / DATES[3] / NIGHT_FILE,
                        {"partial": "", "runner": {"flags": ["--performance", "--repeat", "8"]}})
     return tmp_path
 
@@ -242,8 +245,8 @@ def test_a_rerun_that_cannot_run_leaves_the_row_slower(tmp_path):
     root = _regressed(tmp_path)
     assert gate.run(root, DATES[3], gate.Policy(), remeasure=lambda night, keys, out: "it crashed") == 1
     assert _verdict(root, DATES[3])["confirmation"]["note"] == "it crashed"
-    (root / DATES[3] / history.NIGHT_FILE).unlink()  # a night that did not record its settings
-    assert gate.run(root, DATES[3], gate.Policy(), remeasure=nightly.remeasure) == 1
+    (root / DATES[3] / NIGHT_FILE).unlink()  # a night that did not record its settings
+    assert gate.run(root, DATES[3], gate.Policy(), remeasure=gate.remeasure) == 1
     assert "does not record the runner's settings" in _verdict(root, DATES[3])["confirmation"]["note"]
 
 
@@ -252,11 +255,11 @@ def test_the_rerun_repeats_the_nights_settings_a_model_at_a_time(tmp_path, monke
 
     calls = []
     monkeypatch.setattr(cli, "run_benchmarks", lambda flags, backends, **job: calls.append((flags, backends, job)) or 0)
-    runner = {"flags": [*nightly.NIGHT_FLAGS, "--repeat", "8", "-k", "^s"], "backends": "a,b", "filter": ["^r"]}
-    night = history.Night("2026-01-05", tmp_path, {"runner": runner})
+    runner = {"flags": [*NIGHT_FLAGS, "--repeat", "8", "-k", "^s"], "backends": "a,b", "filter": ["^r"]}
+    night = Night("2026-01-05", tmp_path, {"runner": runner})
     keys = [store.ExperimentKey("builtin", n, b, "xla", "cpu", 1, "inference", "float32", "static")
             for n, b in (("squeezenet1_1", "a"), ("resnet18", "b"), ("squeezenet1_1", "b"))]
-    assert nightly.remeasure(night, keys, tmp_path / "x.csv") == ""
+    assert gate.remeasure(night, keys, tmp_path / "x.csv") == ""
     assert [(backends, job["only"], job["overwrite"], job["resume"]) for _, backends, job in calls] == [
         (["a", "b"], ["squeezenet1_1"], True, False), (["b"], ["resnet18"], False, True)]
     args = cli._job(*calls[0][:2], **calls[0][2])  # the night's settings; --only the model, not its filter ^r
@@ -283,7 +286,7 @@ def test_a_first_night_says_so_in_the_first_line_and_passes(tmp_path, monkeypatc
 
 def test_no_baseline_fails_when_the_results_branch_could_not_be_read(tmp_path):
     _write_night(tmp_path, DATES[1], {DRIFT: 0.8})
-    history.write_state(tmp_path, branch="nightly-results", exists=True, error="fatal: unable to access")
+    write_state(tmp_path, branch="nightly-results", exists=True, error="fatal: unable to access")
     assert _gate(tmp_path, DATES[1]) == 1
     text = (tmp_path / DATES[1] / "compare.md").read_text()
     assert text.startswith("# NO BASELINE") and "(FAIL)" in text.splitlines()[0]
@@ -302,7 +305,7 @@ def test_no_baseline_fails_when_no_earlier_night_can_be_read(tmp_path):
 
 def test_only_partial_earlier_nights_pass_loudly(tmp_path):
     _write_night(tmp_path, DATES[0], {DRIFT: 0.8})
-    history.write_json(tmp_path / DATES[0] / history.NIGHT_FILE, {"partial": "shard 3 of 4 lost"})
+    write_json(tmp_path / DATES[0] / NIGHT_FILE, {"partial": "shard 3 of 4 lost"})
     _write_night(tmp_path, DATES[1], {DRIFT: 0.8})
     assert _gate(tmp_path, DATES[1]) == 0
     text = (tmp_path / DATES[1] / "compare.md").read_text()
@@ -321,7 +324,7 @@ def test_aa_report_counts_false_alarms_before_and_after_the_rerun(tmp_path):
     for i, date in enumerate(dates):
         # Night 3 is 8% off (the machine changed); its re-run is back to normal.
         _write_night(tmp_path, date, {DRIFT: 1.08 if i == 2 else 1.0}, seed=i)
-        history.write_json(tmp_path / date / history.NIGHT_FILE, {"partial": "", "runner": {"flags": []}})
+        write_json(tmp_path / date / NIGHT_FILE, {"partial": "", "runner": {"flags": []}})
         gate.run(tmp_path, date, gate.Policy(), remeasure=_remeasuring(1.0, []))
     table, alarms, judged = aa_nights.tally(tmp_path, dates)
     assert judged == 3
@@ -380,7 +383,7 @@ def test_a_regression_made_up_on_paper_is_not_confirmed_by_a_real_rerun(tmp_path
     night, copy = tmp_path / DATES[0], tmp_path / DATES[1]
     copy.mkdir()
     shutil.copy(night / "performance.csv", copy / "performance.csv")
-    shutil.copy(night / history.NIGHT_FILE, copy / history.NIGHT_FILE)
+    shutil.copy(night / NIGHT_FILE, copy / NIGHT_FILE)
     slowed = [{**r, "samples_s": [s * 1.3 for s in r["samples_s"]]} if r["role"] == "backend" else r
               for r in store.read_samples(night / "performance.jsonl")]
     store.append_samples(copy / "performance.jsonl", slowed)

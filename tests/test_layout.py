@@ -51,22 +51,26 @@ def import_graph() -> nx.DiGraph:
 
 # benchmarks/ in groups, and which groups each may import: a run flows
 # command line -> running -> rows in the store; results flow store ->
-# compare/merge/gate -> report/plots/dashboard -> the nightly job; the
-# standalone tools sit on top. ``usage`` is every command's error type.
+# compare/merge -> report/plots/dashboard -> the nightly job (its gate); the
+# standalone tools sit on top. ``usage`` is every command's error type. A
+# night on disk (``benchmarks.nightly.night``: its files' names, ``Night``)
+# is below them all: the dashboard reads nights through it.
 GROUPS = {
     "benchmarks.usage": set(),
     "benchmarks.models": set(),
-    "benchmarks.results": {"benchmarks.usage"},
+    "benchmarks.nightly.night": set(),
+    "benchmarks.results": {"benchmarks.usage", "benchmarks.nightly.night"},
     "benchmarks.run": {"benchmarks.results", "benchmarks.models", "benchmarks.usage"},
     "benchmarks.cli": {"benchmarks.run", "benchmarks.results", "benchmarks.usage"},
-    "benchmarks.nightly": {"benchmarks.cli", "benchmarks.results", "benchmarks.usage"},
-    "benchmarks.tools": {"benchmarks.nightly", "benchmarks.cli", "benchmarks.run", "benchmarks.results",
+    "benchmarks.nightly": {"benchmarks.nightly.night", "benchmarks.cli", "benchmarks.results", "benchmarks.usage"},
+    "benchmarks.tools": {"benchmarks.nightly", "benchmarks.nightly.night", "benchmarks.cli", "benchmarks.run", "benchmarks.results",
                          "benchmarks.models", "benchmarks.usage"},
 }
 
 
 def _group(module: str) -> str | None:
-    return next((g for g in GROUPS if module == g or module.startswith(g + ".")), None)
+    """The group of ``module``: the longest group name it is or starts with."""
+    return max((g for g in GROUPS if module == g or module.startswith(g + ".")), key=len, default=None)
 
 
 def test_every_module_of_benchmarks_is_in_a_group():
@@ -182,3 +186,35 @@ def test_the_data_layer_knows_nothing_of_the_command_line():
         reach = nx.descendants(graph, module) | {module}
         assert not [t for t in reach if t in ("benchmarks.usage", "benchmarks.cli")
                     or t.startswith("benchmarks.cli.")], (module, reach)
+
+
+def test_the_nightly_is_one_package_importing_at_the_top():
+    """The nightly lives in benchmarks/nightly/, a module per step; a step's
+    module is chosen by the command line (``importlib``), and no module
+    hides an import inside a function."""
+    package = REPO / "benchmarks" / "nightly"
+    assert (package / "__init__.py").is_file() and not (REPO / "benchmarks" / "nightly.py").exists()
+    hidden = []
+    for path in sorted(package.glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                hidden += [f"{path.name}:{n.lineno}" for n in ast.walk(node)
+                           if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert hidden == [], hidden
+
+
+def test_a_nights_file_names_are_defined_once():
+    """night.json, performance.csv, compare.json and the date pattern are
+    spelled in benchmarks/nightly/night.py alone; the rest of the nightly and
+    the dashboard use its names."""
+    spelled = {}
+    for path in [*(REPO / "benchmarks" / "nightly").glob("*.py"),
+                 *(REPO / "benchmarks" / "results" / "dashboard").glob("*.py")]:
+        if path.name == "night.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in (
+                    "night.json", "performance.csv", "compare.json", r"^\d{4}-\d{2}-\d{2}$"):
+                spelled.setdefault(node.value, []).append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert spelled == {}, spelled

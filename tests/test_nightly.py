@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from benchmarks.results import history, store
 from benchmarks import nightly
+from benchmarks.nightly import cli as nightly_cli
+from benchmarks.nightly import shard as shard_step
+from benchmarks.nightly.night import Night, night_folders, shard_csv
+from benchmarks.results import store
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULT_MODELS = Path(__file__).resolve().parent / "fault_models"
@@ -98,7 +101,7 @@ def test_plan_needs_only_the_standard_library():
 
 
 def _shard_args(*argv):
-    return nightly._parser("shard").parse_args(list(argv))
+    return nightly_cli.parser("shard")[0].parse_args(list(argv))
 
 
 def test_a_shard_runs_the_nights_settings_on_its_share(tmp_path, monkeypatch):
@@ -108,16 +111,16 @@ def test_a_shard_runs_the_nights_settings_on_its_share(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "run_benchmarks", lambda flags, backends, **job: calls.append((flags, backends, job)) or 0)
     args = _shard_args("--root", str(tmp_path), "--date", "2026-01-02", "--shards", "4", "--shard", "1",
                        "--backends", "openxla_eval", "--filter", "^a", "--", "--repeat", "3")
-    csv_path = nightly.shard_csv(args.root, args.date, args.shard)
+    csv_path = shard_csv(args.root, args.date, args.shard)
     assert csv_path == tmp_path / "2026-01-02" / "shards" / "shard-1.csv"
-    assert nightly.shard(args) == 0
+    assert shard_step.shard(args) == 0
     flags, backends, job = calls[-1]
     parsed = cli._job(flags, backends, **job)
     assert (parsed.backend, parsed.output, parsed.filter, parsed.repeat, parsed.partition_id,
             parsed.total_partitions, parsed.resume) == (["openxla_eval"], str(csv_path), ["^a"], 3, 1, 4, False)
     assert parsed.performance and parsed.use_xla_baseline and parsed.randomize_input
     place_run(FIXTURES / "new.csv", csv_path)  # a partial shard from an earlier attempt
-    assert nightly.shard(_shard_args("--root", str(tmp_path), "--date", "2026-01-02", "--shards", "4",
+    assert shard_step.shard(_shard_args("--root", str(tmp_path), "--date", "2026-01-02", "--shards", "4",
                                      "--shard", "1", "--backends", "openxla_eval")) == 0
     assert cli._job(*calls[-1][:2], **calls[-1][2]).resume  # a retried job completes what is there
 
@@ -203,8 +206,8 @@ def test_gate_without_the_night_is_exit_2(tmp_path, capsys):
 def test_earlier_nights_ignore_other_folders(tmp_path):
     for name in ("2026-01-01", "latest", "2026-01-01-rerun"):
         place_run(FIXTURES / "old.csv", tmp_path / name / "performance.csv")
-    assert history.night_folders(tmp_path, "2026-01-02") == [tmp_path / "2026-01-01"]
-    assert history.night_folders(tmp_path, "2026-01-01") == []
+    assert night_folders(tmp_path, "2026-01-02") == [tmp_path / "2026-01-01"]
+    assert night_folders(tmp_path, "2026-01-01") == []
 
 
 # --------------------------------------------------------------------------
@@ -310,7 +313,7 @@ def test_first_night_writes_a_dated_run_and_compares_nothing(two_nights):
         assert (night / name).stat().st_size > 0, name
     assert "# NO BASELINE: night 2026-01-01" in first.stderr
     assert (night / "compare.md").read_text().startswith("# NO BASELINE")
-    assert history.read_night(night).meta["partial"] == ""  # the run finished: a complete night
+    assert Night.read(night).meta["partial"] == ""  # the run finished: a complete night
     assert "![speedups](performance.png)" in (night / "performance.md").read_text()
 
 

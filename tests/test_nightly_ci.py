@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import nightly
+from benchmarks.nightly import plan, publish, shard
 from test_nightly import place_run, split_into_shards
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +42,7 @@ STAMP = ".venv/.installed"
     ({}, (None, None)),
 ])
 def test_shard_from_env(env, place):
-    assert nightly.shard_from_env(env) == place
+    assert shard.shard_from_env(env) == place
 
 
 @pytest.mark.parametrize("env, message", [
@@ -55,7 +56,7 @@ def test_shard_from_env(env, place):
      "--shard must be in [0, 3]"),  # a non-contiguous array (--array=0,2,5)
 ])
 def test_shard_place_refused_is_exit_2(tmp_path, monkeypatch, capsys, env, message):
-    for name in [v for pair in nightly.SHARD_VARIABLES for v in pair]:
+    for name in [v for pair in shard.SHARD_VARIABLES for v in pair]:
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -160,7 +161,7 @@ def test_light_requirements_are_setup_cfgs_without_the_heavy_ones(capsys):
     assert nightly.main(["light-requirements"]) == 0
     light = capsys.readouterr().out.split()
     assert "pandas>=2.0" in light and "matplotlib>=3.7" in light
-    assert not [r for r in light if r.split("=")[0].split(">")[0].split("<")[0] in nightly.HEAVY]
+    assert not [r for r in light if r.split("=")[0].split(">")[0].split("<")[0] in plan.HEAVY]
 
 
 def _requirement_name(text: str) -> str:
@@ -204,7 +205,7 @@ def test_report_steps_import_only_the_light_install(tmp_path):
     outside the light install refused (torch and the rest of the heavy set, and whatever only
     they bring, like jinja2 or sympy): what `make install-light` installs is
     all they need."""
-    light = [_requirement_name(r) for r in nightly._light_requirements(ROOT / "setup.cfg")]
+    light = [_requirement_name(r) for r in plan.requirements_without_heavy(ROOT / "setup.cfg")]
     dists = _closure(light)
     modules = {"benchmarks", "runner", "sitecustomize", "_distutils_hack", "xla_backends"} | {
         top for top, owners in metadata.packages_distributions().items()
@@ -231,24 +232,42 @@ def test_report_steps_import_only_the_light_install(tmp_path):
     assert (site / "index.html").is_file()
 
 
+def test_the_steps_before_any_install_need_only_the_standard_library(tmp_path):
+    """plan, light-requirements, summary and the results-branch steps run on
+    the runner's own Python before (or without) any install: every import
+    beyond the standard library and the project is refused, and they work."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(BLOCKER)
+    env = {**os.environ, "LIGHT_MODULES": json.dumps(["benchmarks", "sitecustomize", "_distutils_hack"]),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "hook"), str(ROOT)])}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    steps = [["plan", "--shards", "2"], ["light-requirements"],
+             ["summary", "--root", str(tmp_path), "--date", "2026-01-02"],
+             ["publish", "--help"], ["fetch-history", "--help"]]
+    for step in steps:
+        done = subprocess.run([sys.executable, "-m", "benchmarks.nightly", *step], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "not in the light install" not in done.stderr, (step, done.stderr)
+
+
 # --------------------------------------------------------------------------
 # The token of the git steps
 
 
 def test_git_env_adds_the_token_as_an_extra_header():
-    env = nightly.git_env({"NIGHTLY_GIT_TOKEN": "s3cret", "GIT_CONFIG_COUNT": "1",
+    env = publish.git_env({"NIGHTLY_GIT_TOKEN": "s3cret", "GIT_CONFIG_COUNT": "1",
                            "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "/w"})
     assert env["GIT_CONFIG_COUNT"] == "2" and env["GIT_CONFIG_KEY_0"] == "safe.directory"
     assert env["GIT_CONFIG_KEY_1"] == "http.https://github.com/.extraheader"
     basic = base64.b64encode(b"x-access-token:s3cret").decode()
     assert env["GIT_CONFIG_VALUE_1"] == f"AUTHORIZATION: basic {basic}"
-    assert nightly.git_env({"PATH": "/bin"}) == {"PATH": "/bin"}  # no token, nothing added
+    assert publish.git_env({"PATH": "/bin"}) == {"PATH": "/bin"}  # no token, nothing added
 
 
 def test_git_reads_the_token_header_from_the_environment(tmp_path):
     """git takes the header as configuration from the environment (so it is
     on no command line and in no file)."""
-    env = nightly.git_env({"PATH": os.environ["PATH"], "HOME": str(tmp_path), "NIGHTLY_GIT_TOKEN": "s3cret",
+    env = publish.git_env({"PATH": os.environ["PATH"], "HOME": str(tmp_path), "NIGHTLY_GIT_TOKEN": "s3cret",
                            "GITHUB_SERVER_URL": "https://git.example"})
     done = subprocess.run(["git", "config", "--get", "http.https://git.example/.extraheader"], env=env,
                           capture_output=True, text=True, cwd=tmp_path)

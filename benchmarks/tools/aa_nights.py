@@ -31,6 +31,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from tabulate import tabulate
+
+from benchmarks import nightly
+from benchmarks.nightly.night import RESULT, VERDICT_FILE
+from benchmarks.results import compare, stats
 from benchmarks.usage import Parser, UsageError, guarded
 
 PROG = "python -m benchmarks.tools.aa_nights"
@@ -56,14 +61,12 @@ def dates(count: int) -> list[str]:
 
 def _judged(folder: Path) -> dict | None:
     try:
-        return json.loads((folder / "compare.json").read_text(encoding="utf-8"))
+        return json.loads((folder / VERDICT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
 def run_nights(args: argparse.Namespace) -> int:
-    from benchmarks import nightly
-
     flags = args.runner_args or list(DEFAULT_FLAGS)
     for date in dates(args.nights):
         if _judged(args.root / date) is not None:
@@ -80,8 +83,6 @@ def run_nights(args: argparse.Namespace) -> int:
 def tally(root: Path, nights: Sequence[str]) -> tuple[list[list[str]], dict[str, int], int]:
     """Per night: the three verdicts; the false alarms of each gate; the
     number of nights judged (those with a baseline)."""
-    from benchmarks.results import compare, history
-
     table, alarms, judged = [], {"night-to-night": 0, "before re-run": 0, "after re-run": 0}, 0
     for previous, date in zip([None, *nights], nights):
         verdict = _judged(root / date)
@@ -89,7 +90,7 @@ def tally(root: Path, nights: Sequence[str]) -> tuple[list[list[str]], dict[str,
             table.append([date, "-", "(no baseline)", "-", "-"])
             continue
         judged += 1
-        old = compare.compare(root / previous / history.RESULT, root / date / history.RESULT)
+        old = compare.compare(root / previous / RESULT, root / date / RESULT)
         confirmation = verdict.get("confirmation") or {}
         before = confirmation.get("exit_code_before", verdict["exit_code"])
         codes = {"night-to-night": compare.exit_code(old), "before re-run": before,
@@ -102,18 +103,12 @@ def tally(root: Path, nights: Sequence[str]) -> tuple[list[list[str]], dict[str,
 
 
 def _ratios(folder: Path) -> str:
-    from benchmarks.results import compare
-
-    from benchmarks.results import stats
-
-    ratios = compare.paired_ratios(folder / "performance.csv")
+    ratios = compare.paired_ratios(folder / RESULT)
     return ", ".join(f"{key.backend} {stats.median(r):.3f}"
                      for key, r in sorted(ratios.items(), key=lambda item: item[0].sort_key()) if r)
 
 
 def report(root: Path, nights: Sequence[str]) -> str:
-    from tabulate import tabulate
-
     table, alarms, judged = tally(root, nights)
     counts = ", ".join(f"{gate} {n}" for gate, n in alarms.items())
     return (tabulate(table, headers=["night", "night-to-night", "stable, before re-run", "after re-run",

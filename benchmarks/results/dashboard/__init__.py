@@ -39,7 +39,8 @@ from benchmarks.usage import Parser, UsageError, guarded
 
 from benchmarks.results.dashboard import aggregate, history, pairs, site
 from benchmarks.results.dashboard.aggregate import Z95, geomean_band
-from benchmarks.results.dashboard.history import Night, combine, find_nights, load_history
+from benchmarks.nightly.night import Night
+from benchmarks.results.dashboard.history import combine, find_nights, load_history
 from benchmarks.results.dashboard.site import page_data
 
 __all__ = ["Night", "Z95", "build", "combine", "find_nights", "geomean_band", "load_history", "main",

@@ -1,9 +1,9 @@
 """The nights under a folder, read into one frame.
 
-``find_nights(root)`` lists the folders named ``YYYY-MM-DD`` that hold a
-``performance.csv`` (as ``benchmarks.nightly`` writes them), with what each
-night says about itself: its gate's verdict and rows (``compare.json``) and
-the CI run that made it (``night.json``).  ``load_history(nights)`` reads
+``find_nights(root)`` lists the nights that hold a merged run, read as
+``benchmarks.nightly.night.Night`` (the nightly's own record of a night):
+what each says about itself, its gate's verdict and rows (``compare.json``)
+and the CI run that made it (``night.json``).  ``load_history(nights)`` reads
 every night's rows into one frame (``combine``): one row per experiment and
 night, with the night's index, whether it passed (accuracy-gated where the
 night also holds an ``accuracy.csv``), its group of settings (suite, mode,
@@ -11,26 +11,19 @@ dtype: the page's filters) and its line (``series``).
 """
 from __future__ import annotations
 
-import json
-import re
 import sys
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from benchmarks.nightly.night import ACCURACY, RESULT, Night, dated_folders
 from benchmarks.results import store
 from benchmarks.usage import UsageError
 
 PROG = "runner.py dashboard"
-RESULT = "performance.csv"  # the merged run of a night (benchmarks.nightly.RESULT)
-ACCURACY = "accuracy.csv"  # a night's accuracy run, when it has one
-META = "night.json"  # what the nightly job records about the night (its CI run)
-VERDICT_FILE = "compare.json"  # compare --json: the gate's verdict and rows
-NIGHT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # The settings a reader filters on; each combination is a group with its own
 # charts and summary.  The other settings of the key (baseline, device,
 # dynamic) name a line when they vary; a change of batch size is marked on
@@ -40,67 +33,21 @@ LINE_COLUMNS = tuple(c for c in store.SETTING_COLUMNS if c not in GROUP_COLUMNS 
 UNKNOWN = "-"
 
 
-@dataclass(frozen=True)
-class Night:
-    """One night's folder: its name (a date), the verdict of its gate, the
-    gate's compare.json (verdict, labels, rows) and the night's metadata
-    (night.json: the CI run that made it, ``run_url``, and its repository)."""
-
-    date: str
-    folder: Path
-    verdict: str | None = None
-    gate: dict = field(default_factory=dict, compare=False, hash=False)
-    meta: dict = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def gate_failed(self) -> bool:
-        return bool(self.verdict) and self.verdict.startswith("FAIL")
-
-    @property
-    def run_url(self) -> str | None:
-        return _url(self.meta.get("run_url"))
-
-    @property
-    def repository_url(self) -> str | None:
-        return _url(self.meta.get("repository_url"))
-
-
-def _url(value) -> str | None:
-    """An http(s) URL from a night's metadata (nothing else becomes a link)."""
-    return value.rstrip("/") if isinstance(value, str) and value.startswith(("https://", "http://")) else None
-
-
 def find_nights(root: Path) -> list[Night]:
     """The nights under ``root`` in date order; a folder without a result
-    (a run still going, or one that died) is skipped with a warning."""
+    (a run still going, or one that died) is skipped with a warning, and an
+    unreadable ``night.json`` or ``compare.json`` is read as empty."""
     if not root.is_dir():
         raise UsageError(f"{root}: no such folder")
     nights = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and NIGHT_NAME.match(p.name)):
+    for folder in dated_folders(root):
         if not (folder / RESULT).is_file():
             warn(f"{folder}: no {RESULT}; night skipped")
             continue
-        gate = _json(folder / VERDICT_FILE, "verdict not shown")
-        verdict = gate.get("verdict")
-        nights.append(Night(folder.name, folder, str(verdict) if verdict is not None else None,
-                            gate, _json(folder / META, "its CI run is not linked")))
+        nights.append(Night.read(folder, on_error=lambda why: warn(f"{why}; shown without it")))
     if not nights:
         raise UsageError(f"{root}: no nights found (folders YYYY-MM-DD with a {RESULT})")
     return nights
-
-
-def _json(path: Path, consequence: str) -> dict:
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError):
-        warn(f"{path}: unreadable; {consequence}")
-        return {}
-    if not isinstance(found, dict):
-        warn(f"{path}: not a JSON object; {consequence}")
-        return {}
-    return found
 
 
 def warn(message: str) -> None:
@@ -123,7 +70,7 @@ def load_history(nights: Sequence[Night]) -> pd.DataFrame:
     night is skipped with a warning rather than hiding a year of history."""
     frames, accuracy = [], []
     for index, night in enumerate(nights):
-        rows = _read(night.folder / RESULT)
+        rows = _read(night.csv)
         if rows is None:
             continue
         frames.append((index, rows))

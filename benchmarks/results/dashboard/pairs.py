@@ -15,7 +15,8 @@ import re
 from typing import Sequence
 
 from benchmarks.results import compare
-from benchmarks.results.dashboard.history import RESULT, Night, warn
+from benchmarks.nightly.night import RESULT, Night
+from benchmarks.results.dashboard.history import warn
 
 DATE_IN_LABEL = re.compile(r"^(\d{4}-\d{2}-\d{2})/")
 

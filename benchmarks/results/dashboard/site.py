@@ -25,12 +25,12 @@ import pandas as pd
 from benchmarks.results import store
 
 from benchmarks.results.dashboard import aggregate, pairs
-from benchmarks.results.dashboard.history import Night
+from benchmarks.nightly.night import COMPARE_MD, REPORT, Night
 
 ASSETS = ("dashboard.css", "dashboard.js", "plotly-basic.min.js")
 TEMPLATE = "index.html"
 # Files of a night copied into the site and linked from its table row.
-LINKED = {"report": "performance.md", "comparison": "compare.md"}
+LINKED = {"report": REPORT, "comparison": COMPARE_MD}
 # Longer series are drawn as bare lines: a marker is an SVG node, and 4 x 365
 # of them per chart cost more time to draw than the rest of the chart.
 MARKER_LIMIT = 60

@@ -1,0 +1,5 @@
+import sys
+
+from benchmarks.nightly.cli import main
+
+sys.exit(main())

@@ -1,0 +1,42 @@
+"""The run's first page when the gate wrote none: why the night was not
+judged.  Standard library only (the merge job's last steps run it whatever
+was installed)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from benchmarks.nightly.night import COMPARE_MD, RESULT, night_dir
+
+SUMMARY_LIMIT = 1024 * 1024  # GitHub's limit on one step's summary
+
+
+def add_arguments(p: argparse.ArgumentParser, step: str) -> None:
+    """``summary`` takes only ``--root`` and ``--date``."""
+
+
+def summary(args: argparse.Namespace) -> int:
+    """Why a night has no judgement, on the run's first page: appended to
+    the file ``$GITHUB_STEP_SUMMARY`` names (the gate puts its own report
+    there when it judges), or printed with the gate's report without it."""
+    tonight = night_dir(args.root, args.date)
+    compared = tonight / COMPARE_MD
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if compared.is_file():
+        if target:
+            return 0  # the gate wrote its report there
+        text = compared.read_text()
+    elif not (tonight / RESULT).is_file():
+        text = f"# Nightly {args.date}: no results\n\nThe shards were not merged: see the merge step's log.\n"
+    else:
+        text = f"# Nightly {args.date}: not judged\n\nThe gate wrote no report: see its log.\n"
+    if len(text.encode()) > SUMMARY_LIMIT:
+        cut = text.encode()[:SUMMARY_LIMIT - 200].decode(errors="ignore")
+        text = f"{cut}\n\n(cut at GitHub's summary limit: the whole report is compare.md in the run's artifacts)\n"
+    if target:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
