@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from benchmarks import cli
-from benchmarks.results import compare, store
+from benchmarks.cli import compare as compare_cli
+from benchmarks.results import compare, policies, store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compare"
 OLD = FIXTURES / "old.csv"
@@ -495,8 +496,11 @@ def test_cli_prints_table_writes_files_and_returns_exit_code(capsys, tmp_path):
     md, png, js = tmp_path / "cmp.md", tmp_path / "cmp.png", tmp_path / "cmp.json"
     assert cli.main(["compare", str(OLD), str(NEW), "--markdown", str(md), "--plot", str(png), "--json", str(js)]) == 1
     out = capsys.readouterr().out
-    assert out == compare.render_console(compare.compare(OLD, NEW))
-    assert md.read_text(encoding="utf-8") == (GOLDEN / "compare.md").read_text(encoding="utf-8")
+    comparison = compare.compare(OLD, NEW)
+    verdicts = compare_cli.policy_verdicts(comparison, [OLD], [NEW], None)
+    assert out == compare.render_console(comparison) + "policies:\n" + policies.render(verdicts)
+    assert md.read_text(encoding="utf-8") == (GOLDEN / "compare.md").read_text(encoding="utf-8") + (
+        "\n## Policies\n\n" + policies.render(verdicts, markdown=True))
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert json.loads(js.read_text())["exit_code"] == 1
 

@@ -29,6 +29,9 @@ def _compare_parser(prog: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--markdown", metavar="PATH", help="also write the markdown comparison here")
     parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
     parser.add_argument("--plot", metavar="PATH", help="also write the comparison chart (PNG) here")
+    parser.add_argument("--gate-config", metavar="YAML",
+                        help="the policies of the other metrics (first call, peak memory, pass rate) "
+                        "and their thresholds (default configs/gate.yaml); the flags above set speedup's")
     return parser
 
 
@@ -92,11 +95,13 @@ def _check_same_measure(old: str, new: str) -> None:
         raise UsageError(f"{which} holds --accuracy verdicts, no speedups to compare")
 
 
-def _write_comparison(comparison, args: argparse.Namespace) -> None:
+def _write_comparison(comparison, verdicts, args: argparse.Namespace) -> None:
     """Write the requested files, creating their folders; OSError on failure."""
-    from benchmarks.results import compare, plots  # matplotlib is slow to import: only for compare
+    from benchmarks.results import compare, plots, policies  # matplotlib is slow to import: only for compare
 
-    texts = {args.markdown: compare.render_markdown, args.json: compare.render_json}
+    texts = {args.markdown: lambda c: compare.render_markdown(c) + "\n## Policies\n\n"
+             + policies.render(verdicts, markdown=True),
+             args.json: compare.render_json}
     for path, render in texts.items():
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -115,7 +120,7 @@ def _error_line(exc: BaseException) -> str:
 def compare_main(argv: list[str], prog: str = f"{PROG} compare") -> int:
     """``runner.py compare OLD NEW``: print the comparison; 0 pass, 1 fail,
     2 bad input or an output that cannot be written."""
-    from benchmarks.results import compare
+    from benchmarks.results import compare, policies
 
     args = _compare_parser(prog).parse_args(argv)
     _check_compare_args(args)
@@ -125,10 +130,24 @@ def compare_main(argv: list[str], prog: str = f"{PROG} compare") -> int:
                                      latency_criterion=args.latency_criterion,
                                      allow_removed=args.allow_removed,
                                      fail_on_inconclusive=args.fail_on_inconclusive)
+        verdicts = policy_verdicts(comparison, [args.old], [args.new], args.gate_config)
         print(compare.render_console(comparison), end="")
-        _write_comparison(comparison, args)
+        print("policies:\n" + policies.render(verdicts), end="")
+        _write_comparison(comparison, verdicts, args)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         # Bad input or an unwritable output, not a regression: exit status 2,
         # never 1, which CI reads as "slower".
         raise UsageError(_error_line(exc)) from None
-    return compare.exit_code(comparison)
+    return max(compare.exit_code(comparison), int(any(not v.passed for v in verdicts)))
+
+
+def policy_verdicts(comparison, olds, news, config: str | None) -> list:
+    """Every policy of ``config`` (default configs/gate.yaml): steady speedup
+    as ``comparison`` judged it (the flags set its policy), the others judged
+    by their own (``benchmarks.results.policies``)."""
+    from benchmarks.results import policies
+
+    configured = policies.load_policies(config)
+    verdicts = policies.judge([p for p in configured if p.name != "speedup"], olds, news, speedup=comparison)
+    speedup = [policies.verdict_of(p, comparison) for p in configured if p.name == "speedup"]
+    return speedup + verdicts

@@ -383,7 +383,7 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
 
 def compare(
     old_csv: str | os.PathLike | Sequence[str | os.PathLike],
-    new_csv: str | os.PathLike,
+    new_csv: str | os.PathLike | Sequence[str | os.PathLike],
     threshold: float = 0.05,
     alpha: float = 0.05,
     min_samples: int = stats.MIN_PAIRED_SAMPLES,
@@ -394,6 +394,7 @@ def compare(
     baseline: str = "",
     old_label: str = "",
     partial: str = "",
+    load: pairing.Loader = pairing.load_run,
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``, or
     against several old runs pooled (a sequence of paths, oldest first: see
@@ -408,23 +409,36 @@ def compare(
     (:func:`exit_code`) fails on.  ``baseline`` describes the old side in
     words and ``old_label`` names it (default: from its paths); ``partial``
     says why the new run is incomplete: its absent rows are then ``missing``,
-    not ``removed``.  See the module docstring for the rules.
+    not ``removed``.  ``new_csv`` may be several runs too, pooled alike
+    (the same commit measured in turns with the old one, as ``runner.py
+    bisect`` does).  ``load`` reads a run: by default its per-repeat
+    latencies; ``benchmarks.results.policies`` has views whose samples are
+    other paired measurements (first calls, peak memory), judged by the same
+    rules.  See the module docstring for the rules.
     Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
     """
     policy = _Policy(threshold, alpha, min_samples, latency_criterion)
     olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
+    news = [new_csv] if isinstance(new_csv, (str, os.PathLike)) else list(new_csv)
     if not olds:
         raise ValueError("no baseline run to compare with")
-    (old_run, old_dfs), (new_run, new_df) = pairing.load_baseline(olds), pairing.load_run(new_csv)
+    if not news:
+        raise ValueError("no run to judge")
+    old_run, old_dfs = pairing.load_baseline(olds, load)
+    if len(news) == 1:
+        new_run, new_df = load(news[0])
+    else:
+        new_run, new_dfs = pairing.load_baseline(news, load)
+        new_df = pd.concat(new_dfs, ignore_index=True)
     old_cuts = [cut for path in olds for cut in store.cuts(path)]
-    new_cuts = store.cuts(new_csv)
+    new_cuts = [cut for path in news for cut in store.cuts(path)]
     mixed = len(pairing.cpus_of(old_run)) > 1 or len(pairing.cpus_of(new_run)) > 1
     pairs = store.pair_experiments(old_run, new_run)
     rows = [_row(o or n, old_run.get(o), new_run.get(n), policy, bool(partial), mixed, old_cuts)
             for o, n in pairs]
     ratios = [row.ratio for row in rows if row.mark in MEASURED_MARKS and store.is_finite(row.change)]
     old_tag = pairing.run_tag(old_dfs[-1]) if len(olds) == 1 else ""
-    labels = run_labels(olds, new_csv, old_tag, pairing.run_tag(new_df))
+    labels = run_labels(olds, news[-1], old_tag, pairing.run_tag(new_df))
     return Comparison(
         rows=rows,
         old_label=old_label or labels[0],

@@ -14,7 +14,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -169,13 +169,19 @@ def _pool(sides: Sequence[Side]) -> Side:
                    cpu="; ".join(sorted({s.cpu for s in usable if s.cpu})))
 
 
-def load_baseline(csv_paths: Sequence[str | os.PathLike]
+# How a run is read: ``load_run`` (latencies per repeat), or a view of one
+# metric (``benchmarks.results.policies``: first calls, peak memory).
+Loader = Callable[[str | os.PathLike], tuple[dict[store.ExperimentKey, Side], pd.DataFrame]]
+
+
+def load_baseline(csv_paths: Sequence[str | os.PathLike], load: Loader = load_run
                    ) -> tuple[dict[store.ExperimentKey, Side], list[pd.DataFrame]]:
     """The old side: one run, or several pooled (``_pool``).  Its experiments
     are the newest run's, so an experiment dropped on purpose is judged
     ``removed`` once, against the run that last had it, not again for as
-    long as an older run in the pool still holds it."""
-    loaded = [load_run(path) for path in csv_paths]
+    long as an older run in the pool still holds it.  ``load`` reads one
+    run (default ``load_run``)."""
+    loaded = [load(path) for path in csv_paths]
     newest = loaded[-1][0]
     pooled = {key: _pool([run[key] for run, _ in loaded if key in run]) for key in newest}
     return pooled, [df for _, df in loaded]

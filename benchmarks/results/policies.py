@@ -1,0 +1,337 @@
+"""What is judged of a run, metric by metric: each a view of the run as
+``pairing.Side``s whose paired samples are that metric's, so that
+``compare.compare(..., load=METRICS[name].load)`` judges it by the gate's own
+test (the backend/baseline ratio paired within each run, compared across
+runs: Mann-Whitney U and a threshold).
+
+* ``speedup``: steady-state latencies, one pair per timed repeat
+  (``pairing.load_run``, what ``compare`` has always judged);
+* ``first_call``: the cold first call (``compilation_latency``) of the
+  backend and of the baseline, one pair per run (the ``first_call_s`` of the
+  ``.jsonl``'s two samples records);
+* ``host_memory`` / ``device_memory``: the peak memory of the backend and of
+  the baseline (``peak_host_mb`` / ``baseline_peak_host_mb``, the device's
+  likewise), one pair per run;
+* ``accuracy``: the rows' statuses only (an ``--accuracy`` run: a model that
+  starts failing is a ``new failure``).
+
+A metric with one pair per run needs as many runs per side as the test needs
+samples: pooled nights, or rounds of ``runner.py bisect``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+import yaml
+from scipy import stats as sps
+
+from benchmarks.results import pairing, stats, store
+
+NAN = float("nan")
+
+Run = tuple[dict[store.ExperimentKey, pairing.Side], pd.DataFrame]
+
+
+def _first_calls(csv_path: str | os.PathLike) -> dict[tuple, float]:
+    path = store.samples_path(csv_path)
+    if not path.exists():
+        return {}
+    found = {}
+    for record in store.read_samples(path):
+        if isinstance(record, dict) and record.get("role") in store.SAMPLE_ROLES:
+            value = record.get("first_call_s")
+            found[(*store.experiment_key(record), record["role"])] = (
+                float(value) if store.is_finite(value) else pairing.NAN)
+    return found
+
+
+def load_first_calls(csv_path: str | os.PathLike) -> Run:
+    """A run whose one pair per experiment is (backend, baseline) first call, s."""
+    run, df = pairing.load_run(csv_path)
+    calls = _first_calls(csv_path)
+    view = {}
+    for key, side in run.items():
+        # A version-1 samples record names only its (name, backend).
+        pair = tuple(calls.get((*key, role), calls.get((*key.pair_only(), role)))
+                     for role in ("backend", "baseline"))
+        samples = ((pair[0],), (pair[1],)) if None not in pair else ((), ())
+        view[key] = replace(side, backend_s=samples[0], baseline_s=samples[1])
+    return view, df
+
+
+def _peak_loader(where: str) -> Callable[[str | os.PathLike], Run]:
+    backend_column, baseline_column = f"peak_{where}_mb", f"baseline_peak_{where}_mb"
+
+    def load(csv_path: str | os.PathLike) -> Run:
+        run, df = pairing.load_run(csv_path)
+        peaks = {}
+        for row in store.latest(df).to_dict("records"):
+            backend, baseline = row.get(backend_column), row.get(baseline_column)
+            if store.is_finite(backend) and store.is_finite(baseline):
+                peaks[store.experiment_key(row)] = ((float(backend),), (float(baseline),))
+        return {key: replace(side, backend_s=peaks.get(key, ((), ()))[0],
+                             baseline_s=peaks.get(key, ((), ()))[1])
+                for key, side in run.items()}, df
+
+    load.__doc__ = f"A run whose one pair per experiment is (backend, baseline) peak {where} memory, MB."
+    return load
+
+
+def load_statuses(csv_path: str | os.PathLike) -> Run:
+    """A run's statuses, no samples: only a change of status is judged."""
+    run, df = pairing.load_run(csv_path)
+    return {key: replace(side, backend_s=(), baseline_s=()) for key, side in run.items()}, df
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: its name, how a run is read for it, the runner's measure
+    that records it, and what its ratio means."""
+
+    name: str
+    load: pairing.Loader
+    measure: str  # "performance" | "accuracy"
+    per_repeat: bool  # one pair per timed repeat (else one per run)
+    ratio: str
+
+
+METRICS = {m.name: m for m in (
+    Metric("speedup", pairing.load_run, "performance", True, "backend/baseline latency"),
+    Metric("first_call", load_first_calls, "performance", False, "backend/baseline first call"),
+    Metric("host_memory", _peak_loader("host"), "performance", False, "backend/baseline peak host memory"),
+    Metric("device_memory", _peak_loader("device"), "performance", False,
+           "backend/baseline peak device memory"),
+    Metric("accuracy", load_statuses, "accuracy", False, "status"),
+)}
+
+
+# --------------------------------------------------------------------------
+# Policies: which metric, what threshold, from configs/gate.yaml
+
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "configs" / "gate.yaml"
+PASS_RATE = "pass_rate"
+
+
+class PolicyError(ValueError):
+    """A gate configuration that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How one metric is judged against the baseline nights.
+
+    ``threshold``: the smallest relative change of the metric's paired
+    ratio that counts (for ``pass_rate``: the largest drop of the pass
+    rate, in points, that passes); ``alpha`` and ``min_samples``: the U
+    test's level and the samples each side needs for it; a metric with one
+    pair per run and fewer samples than that on the new side is judged by
+    its range instead (``min_baseline`` runs at least: see ``judge``);
+    ``confirm``: whether a regression is measured again before it fails
+    the night."""
+
+    name: str
+    threshold: float
+    alpha: float = 0.05
+    min_samples: int = 5
+    min_baseline: int = 3
+    confirm: bool = True
+
+    @property
+    def metric(self) -> Metric | None:
+        return METRICS.get(self.name)
+
+
+def _policy(path: Path, name: str, entry: Any) -> Policy:
+    if name not in METRICS and name != PASS_RATE or name == "accuracy":
+        raise PolicyError(f"{path}: policies: {name!r} is no metric (one of: "
+                          f"{', '.join(sorted(set(METRICS) - {'accuracy'} | {PASS_RATE}))})")
+    if not isinstance(entry, dict):
+        raise PolicyError(f"{path}: policies.{name}: a mapping of settings, not {entry!r}")
+    known = {f.name for f in fields(Policy)} - {"name"}
+    unknown = sorted(set(entry) - known)
+    if unknown:
+        raise PolicyError(f"{path}: policies.{name}.{unknown[0]}: unknown key (known: {', '.join(sorted(known))})")
+    if "threshold" not in entry:
+        raise PolicyError(f"{path}: policies.{name}: threshold is required")
+    policy = Policy(name=name, **entry)
+    checks = {"threshold": isinstance(policy.threshold, (int, float)) and policy.threshold >= 0,
+              "alpha": isinstance(policy.alpha, float) and 0 < policy.alpha < 1,
+              "min_samples": isinstance(policy.min_samples, int) and policy.min_samples >= 2,
+              "min_baseline": isinstance(policy.min_baseline, int) and policy.min_baseline >= 1,
+              "confirm": isinstance(policy.confirm, bool)}
+    bad = [key for key, ok in checks.items() if not ok]
+    if bad:
+        raise PolicyError(f"{path}: policies.{name}.{bad[0]}: bad value {getattr(policy, bad[0])!r}")
+    return policy
+
+
+def load_policies(path: str | os.PathLike | None = None) -> tuple[Policy, ...]:
+    """The policies of ``path`` (default ``configs/gate.yaml``), in its order."""
+    path = Path(path) if path else DEFAULT_PATH
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise PolicyError(f"{path}: {str(err).splitlines()[0]}") from None
+    if not isinstance(document, dict) or set(document) != {"policies"} or not isinstance(
+            document["policies"], dict) or not document["policies"]:
+        raise PolicyError(f"{path}: one key, policies, mapping metric names to their settings")
+    return tuple(_policy(path, name, entry) for name, entry in document["policies"].items())
+
+
+# --------------------------------------------------------------------------
+# Judging
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One policy applied: its rows (``compare``'s, on the metric's view),
+    the regressed ones, and a one-line summary.  For ``pass_rate`` the
+    "ratio" is the new pass rate over the old, with the new rate's 95%
+    interval (Wilson) over the old rate."""
+
+    policy: Policy
+    comparison: Any  # compare.Comparison (None for pass_rate)
+    regressed: tuple  # the rows (compare.RowComparison) the policy fails on
+    failed: bool = False
+    ratio: float = NAN
+    low: float = NAN
+    high: float = NAN
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed
+
+    def line(self) -> str:
+        """``first_call: FAIL: 1 slower (resnet18/ours 1.42x [1.30, 1.55]), threshold 20%``."""
+        state = "PASS" if self.passed else "FAIL"
+        text = f"{self.policy.name}: {state}: {self.detail}"
+        return text
+
+
+def _range_row(row, old: pairing.Side | None, new: pairing.Side | None, policy: Policy):
+    """A row of a one-pair-per-run metric with too few new samples for the U
+    test: judged by the range of the baseline runs' ratios."""
+    from benchmarks.results import compare
+
+    if old is None or new is None or not new.ratios or len(old.ratios) < policy.min_baseline:
+        return row
+    old_ratios, new_ratios = old.ratios, new.ratios
+    low, high = stats.median(new_ratios) / max(old_ratios) - 1, stats.median(new_ratios) / min(old_ratios) - 1
+    change = row.change
+    if change >= policy.threshold and min(new_ratios) > max(old_ratios):
+        mark = compare.SLOWER
+    elif change <= -policy.threshold and max(new_ratios) < min(old_ratios):
+        mark = compare.FASTER
+    else:
+        mark = compare.NO_CHANGE
+    note = (f"{len(new_ratios)} run(s) against {len(old_ratios)}: judged by the baseline runs' range "
+            f"(interval: the change against the highest and the lowest)")
+    return replace(row, mark=mark, change_low=low, change_high=high, note=note)
+
+
+def judge_metric(policy: Policy, olds: Sequence, news: Sequence, **compare_kwargs):
+    """``compare.compare`` of the metric's view: the U test where both
+    sides have ``min_samples`` pairs; a one-pair-per-run metric with fewer
+    on the new side (one night) is ``slower`` when its new ratio is above
+    every baseline run's and above their median by ``threshold`` (faster
+    likewise), with the change against the highest and lowest baseline run
+    as its interval."""
+    from benchmarks.results import compare
+
+    metric = METRICS[policy.name]
+    comparison = compare.compare(list(olds), list(news), policy.threshold, policy.alpha, policy.min_samples,
+                                 load=metric.load, **compare_kwargs)
+    if metric.per_repeat:
+        return comparison
+    old, _ = pairing.load_baseline(list(olds), metric.load)
+    new, _ = pairing.load_baseline(list(news), metric.load)
+    rows = [_range_row(row, old.get(row.key), new.get(row.key), policy) if row.mark == compare.INCONCLUSIVE
+            else row for row in comparison.rows]
+    ratios = [row.ratio for row in rows if row.mark in compare.MEASURED_MARKS and store.is_finite(row.change)]
+    return replace(comparison, rows=rows, geomean_ratio=stats.geomean(ratios), geomean_n=len(ratios))
+
+
+def _cell(row) -> str:
+    if not store.is_finite(row.change):
+        return f"{row.name}/{row.backend} {row.mark}"
+    interval = (f" [{1 + row.change_low:.2f}, {1 + row.change_high:.2f}]"
+                if store.is_finite(row.change_low) else "")
+    return f"{row.name}/{row.backend} {row.ratio:.2f}x{interval}"
+
+
+def judge_pass_rate(policy: Policy, speedup) -> Verdict:
+    """The pass rate over the experiments found in both runs (``speedup``:
+    the steady-state comparison, whose statuses these are)."""
+    from benchmarks.results import compare
+
+    both = [row for row in speedup.rows if row.mark in compare.COMPARED]
+    if not both:
+        return Verdict(policy, None, (), detail="no experiment in both runs")
+    old_ok = sum(row.old_status == store.STATUS_PASS for row in both)
+    new_ok = sum(row.new_status == store.STATUS_PASS for row in both)
+    old_rate, new_rate = old_ok / len(both), new_ok / len(both)
+    interval = sps.binomtest(new_ok, len(both)).proportion_ci(method="wilson")
+    failures = tuple(row for row in both if row.mark == compare.NEW_FAILURE)
+    failed = new_rate < old_rate - policy.threshold
+    ratio = new_rate / old_rate if old_rate else NAN
+    names = ", ".join(f"{r.name}/{r.backend}" for r in failures)
+    detail = (f"{new_ok}/{len(both)} passed, was {old_ok}/{len(both)}: "
+              f"ratio {ratio:.2f}x [{interval.low / old_rate if old_rate else NAN:.2f}, "
+              f"{interval.high / old_rate if old_rate else NAN:.2f}]; allowed drop {policy.threshold:.0%}"
+              + (f"; new failures: {names}" if names else ""))
+    return Verdict(policy, None, failures if failed else (), failed, ratio,
+                   interval.low / old_rate if old_rate else NAN,
+                   interval.high / old_rate if old_rate else NAN, detail)
+
+
+def verdict_of(policy: Policy, comparison) -> Verdict:
+    """A metric policy's verdict from its comparison: it fails on ``slower`` rows."""
+    from benchmarks.results import compare
+
+    # Steady speedup fails as the gate always has (slower, new failure,
+    # removed...); the other metrics on their slower rows only (a failure is
+    # the pass rate's, and speedup's, to judge).
+    failing = comparison.gating_marks if policy.name == "speedup" else {compare.SLOWER}
+    slower = tuple(row for row in comparison.rows if row.mark in failing)
+    # Other metrics count what they measured: statuses are speedup's to tell.
+    shown_marks = None if policy.name == "speedup" else {*compare.MEASURED_MARKS, compare.INCONCLUSIVE}
+    counts = ", ".join(f"{n} {m}" for m, n in comparison.counts().items()
+                       if shown_marks is None or m in shown_marks) or "nothing measured on both sides"
+    shown = "; ".join(_cell(row) for row in slower)
+    geomean = comparison.geomean_ratio
+    detail = (f"{counts}" + (f" ({shown})" if shown else "")
+              + (f"; geomean {geomean:.2f}x (n={comparison.geomean_n})" if comparison.geomean_n else "")
+              + f"; {policy.threshold:.0%} threshold, {METRICS[policy.name].ratio} ratio")
+    return Verdict(policy, comparison, slower, bool(slower), geomean, detail=detail)
+
+
+def judge(policies: Sequence[Policy], olds: Sequence, news: Sequence, *, speedup=None,
+          **compare_kwargs) -> list[Verdict]:
+    """Every policy's verdict of ``news`` against ``olds`` (paths, oldest
+    first); ``speedup``: the steady-state comparison when the caller made it
+    already (the pass rate counts its statuses)."""
+    verdicts = []
+    for policy in policies:
+        if policy.name == PASS_RATE:
+            continue
+        comparison = judge_metric(policy, olds, news, **compare_kwargs)
+        speedup = comparison if policy.name == "speedup" else speedup
+        verdicts.append(verdict_of(policy, comparison))
+    for policy in policies:
+        if policy.name == PASS_RATE:
+            if speedup is None:
+                speedup = judge_metric(Policy("speedup", 0.05), olds, news, **compare_kwargs)
+            verdicts.append(judge_pass_rate(policy, speedup))
+    order = [p.name for p in policies]
+    return sorted(verdicts, key=lambda v: order.index(v.policy.name))
+
+
+def render(verdicts: Sequence[Verdict], markdown: bool = False) -> str:
+    """One line per policy (a markdown list with ``markdown``)."""
+    bullet = "- " if markdown else ""
+    return "\n".join(f"{bullet}{v.line()}" for v in verdicts) + "\n"
