@@ -51,6 +51,9 @@ TINY_RUN = ["--repeat", "2", "--warmup", "1", "--no-cold-start"]
 
 # Commands shown in the pages that this test does not run, and why.
 NOT_RUN = {
+    "python runner.py bisect GOOD BAD --only squeezenet1_1 --backend torchxla_trace_once --use-xla-baseline":
+        "runs the harness at each probed commit of a real history; tests/test_bisect.py bisects a "
+        "throwaway repository built from this tree",
     "git clone https://github.com/pytorch/benchmark ~/torchbench":
         "needs the network (GitHub)",
     "cd ~/torchbench && python install.py resnet18 hf_Bert ...":

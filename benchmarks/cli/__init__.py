@@ -1,12 +1,13 @@
 """The command line: ``python runner.py [flags]`` runs benchmarks; ``compare``,
-``merge`` and ``dashboard`` are its subcommands.
+``merge``, ``dashboard`` and ``bisect`` are its subcommands.
 
 * ``flags``: the run command's parser, built from its argument groups;
 * ``run``: validation, selection and the run (``make_config`` -> RunConfig);
 * ``run_benchmarks`` and ``planned_models``: a run (or its selection) for
   callers that set backends, selection, shard and output themselves (the
   nightly job and its confirmation re-run), on top of ``runner.py`` flags;
-* ``compare``: the gate's command line; ``merge`` and ``dashboard`` keep
+* ``compare``: the gate's command line; ``bisect``: the first commit at
+  which a measurement regressed; ``merge`` and ``dashboard`` keep
   theirs in ``benchmarks.results.merge`` and ``benchmarks.results.dashboard``.
 
 Everything is validated before any model runs; a bad value is reported as one
@@ -93,4 +94,10 @@ def _dashboard(argv: list[str]) -> int:
     return dashboard.main(argv)
 
 
-SUBCOMMANDS = {"compare": compare_main, "merge": _merge, "dashboard": _dashboard}
+def _bisect(argv: list[str]) -> int:
+    from benchmarks.cli.bisect import bisect_main
+
+    return bisect_main(argv)
+
+
+SUBCOMMANDS = {"compare": compare_main, "merge": _merge, "dashboard": _dashboard, "bisect": _bisect}
