@@ -197,6 +197,7 @@ class Verdict:
     comparison: Any  # compare.Comparison (None for pass_rate)
     regressed: tuple  # the rows (compare.RowComparison) the policy fails on
     failed: bool = False
+    judged: bool = True  # something was measured on both sides (else: inconclusive)
     ratio: float = NAN
     low: float = NAN
     high: float = NAN
@@ -208,9 +209,8 @@ class Verdict:
 
     def line(self) -> str:
         """``first_call: FAIL: 1 slower (resnet18/ours 1.42x [1.30, 1.55]), threshold 20%``."""
-        state = "PASS" if self.passed else "FAIL"
-        text = f"{self.policy.name}: {state}: {self.detail}"
-        return text
+        state = "FAIL" if self.failed else "PASS" if self.judged else "INCONCLUSIVE"
+        return f"{self.policy.name}: {state}: {self.detail}"
 
 
 def _range_row(row, old: pairing.Side | None, new: pairing.Side | None, policy: Policy):
@@ -271,7 +271,7 @@ def judge_pass_rate(policy: Policy, speedup) -> Verdict:
 
     both = [row for row in speedup.rows if row.mark in compare.COMPARED]
     if not both:
-        return Verdict(policy, None, (), detail="no experiment in both runs")
+        return Verdict(policy, None, (), judged=False, detail="no experiment in both runs")
     old_ok = sum(row.old_status == store.STATUS_PASS for row in both)
     new_ok = sum(row.new_status == store.STATUS_PASS for row in both)
     old_rate, new_rate = old_ok / len(both), new_ok / len(both)
@@ -284,9 +284,9 @@ def judge_pass_rate(policy: Policy, speedup) -> Verdict:
               f"ratio {ratio:.2f}x [{interval.low / old_rate if old_rate else NAN:.2f}, "
               f"{interval.high / old_rate if old_rate else NAN:.2f}]; allowed drop {policy.threshold:.0%}"
               + (f"; new failures: {names}" if names else ""))
-    return Verdict(policy, None, failures if failed else (), failed, ratio,
-                   interval.low / old_rate if old_rate else NAN,
-                   interval.high / old_rate if old_rate else NAN, detail)
+    return Verdict(policy, None, failures if failed else (), failed=failed, ratio=ratio,
+                   low=interval.low / old_rate if old_rate else NAN,
+                   high=interval.high / old_rate if old_rate else NAN, detail=detail)
 
 
 def verdict_of(policy: Policy, comparison) -> Verdict:
@@ -307,7 +307,10 @@ def verdict_of(policy: Policy, comparison) -> Verdict:
     detail = (f"{counts}" + (f" ({shown})" if shown else "")
               + (f"; geomean {geomean:.2f}x (n={comparison.geomean_n})" if comparison.geomean_n else "")
               + f"; {policy.threshold:.0%} threshold, {METRICS[policy.name].ratio} ratio")
-    return Verdict(policy, comparison, slower, bool(slower), geomean, detail=detail)
+    failed = compare.exit_code(comparison) == 1 if policy.name == "speedup" else bool(slower)
+    judged = any(row.mark in compare.MEASURED_MARKS for row in comparison.rows) or (
+        policy.name == "speedup" and not compare.nothing_compared(comparison))
+    return Verdict(policy, comparison, slower, failed=failed, judged=judged, ratio=geomean, detail=detail)
 
 
 def judge(policies: Sequence[Policy], olds: Sequence, news: Sequence, *, speedup=None,
