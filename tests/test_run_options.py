@@ -29,6 +29,8 @@ def test_defaults():
 def test_first_call_flags(tmp_path):
     c = config("--no-cold-start", "--warm-start", "--compile-cache", str(tmp_path / "cache"))
     assert not c.cold_start and c.warm_start
+    assert config().cold_start_repeat == cli.DEFAULT_COLD_START_REPEAT == 3
+    assert config("--cold-start-repeat", "5").cold_start_repeat == 5
     assert c.compile_cache == str((tmp_path / "cache").resolve()) and (tmp_path / "cache").is_dir()
 
 
@@ -60,7 +62,8 @@ def test_cpu_lists():
 
 
 def test_run_config_round_trips_through_json():
-    c = RunConfig(cpu_affinity=(0,), max_time=5.0, cold_start=True, compile_step=True, training=True)
+    c = RunConfig(cpu_affinity=(0,), max_time=5.0, cold_start=True, cold_start_repeat=4, compile_step=True,
+                  training=True)
     assert RunConfig.from_json(c.to_json()) == c
 
 
@@ -72,6 +75,7 @@ def test_run_config_round_trips_through_json():
     (["--min-repeat", "5"], "--min-repeat applies to adaptive repeats; add --max-time S"),
     (["--target-ci", "0.1"], "--target-ci applies to adaptive repeats"),
     (["--threads", "0"], "--threads must be at least 1"),
+    (["--cold-start-repeat", "0"], "--cold-start-repeat must be at least 1"),
     (["--cpu-affinity", "a-b"], "--cpu-affinity takes CPU numbers and ranges"),
     (["--cpu-affinity", "3-1"], "--cpu-affinity takes CPU numbers and ranges"),
     (["--cpu-affinity", "100000"], "--cpu-affinity: CPU 100000 not available here"),

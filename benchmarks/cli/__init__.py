@@ -23,12 +23,12 @@ from typing import Sequence
 from benchmarks.run.affinity import parse_cpus
 from benchmarks.usage import UsageError, guarded
 from benchmarks.cli.compare import compare_main
-from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_TARGET_CI,
-                    PROFILER_TRACE_FOLDER, PROG, build_parser)
+from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_COLD_START_REPEAT, DEFAULT_MIN_REPEAT,
+                    DEFAULT_TARGET_CI, PROFILER_TRACE_FOLDER, PROG, build_parser)
 from benchmarks.cli.run import make_config, run_command, select_models, suggested_backends
 from benchmarks.cli.selection import use_torchbench_dir
 
-__all__ = ["ADAPTIVE_MAX_REPEAT", "DEFAULT_BACKENDS", "DEFAULT_MIN_REPEAT", "DEFAULT_TARGET_CI",
+__all__ = ["ADAPTIVE_MAX_REPEAT", "DEFAULT_BACKENDS", "DEFAULT_COLD_START_REPEAT", "DEFAULT_MIN_REPEAT", "DEFAULT_TARGET_CI",
            "PROFILER_TRACE_FOLDER", "PROG", "SUBCOMMANDS", "UsageError", "build_parser", "compare_main",
            "main", "make_config", "parse_cpus", "planned_models", "run_benchmarks", "select_models",
            "suggested_backends"]

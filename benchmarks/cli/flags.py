@@ -15,6 +15,7 @@ DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
 SUITES = ("seed", "builtin", "torchbench")  # benchmarks.run.suite.SUITES, without importing torch
 DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
 DEFAULT_REPEAT = 30
+DEFAULT_COLD_START_REPEAT = 3  # a median that one slow process cannot move
 ADAPTIVE_MAX_REPEAT = 1000  # --max-time without --repeat: time and precision decide
 DEFAULT_MIN_REPEAT = 5
 DEFAULT_TARGET_CI = 0.03
@@ -141,6 +142,10 @@ def _first_calls(p: argparse.ArgumentParser) -> None:
                         "compilation_kind in_process)")
     f.add_argument("--cold-start-latency", dest="cold_start", action="store_true",
                    help="time each runner's first call in a fresh process (the default here)")
+    f.add_argument("--cold-start-repeat", type=int, default=DEFAULT_COLD_START_REPEAT, metavar="N",
+                   help="fresh processes per runner for its cold first call, the runners taking "
+                        "turns; the row reports their median and range "
+                        f"(default {DEFAULT_COLD_START_REPEAT})")
     f.add_argument("--warm-start", "--warm-start-latency", action="store_true",
                    help="also time each backend's first call with its executable already cached "
                         "(warm_start_latency)")

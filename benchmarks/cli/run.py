@@ -153,7 +153,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
         batch_sizes=parse_batch_sizes(args.batch_sizes),
         profiler_trace_dir=folders["--export-profiler-trace"], hlo_dir=folders["--dump-hlo"],
-        cold_start=args.cold_start, warm_start=args.warm_start,
+        cold_start=args.cold_start, cold_start_repeat=args.cold_start_repeat, warm_start=args.warm_start,
         compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None,
         max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
@@ -227,6 +227,8 @@ def _check_numbers(args) -> None:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.repeat is not None and args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.cold_start_repeat < 1:
+        raise UsageError(f"--cold-start-repeat must be at least 1, got {args.cold_start_repeat}")
     _check_adaptive(args)
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")

@@ -313,6 +313,9 @@ def graph_break_table(breaks: pd.DataFrame) -> tuple[list[str], list[list[str]]]
 # What the compiler-metrics table shows: header -> CSV column.
 METRICS = {
     "first call s": "compilation_latency",
+    "fastest s": "compilation_latency_low",
+    "slowest s": "compilation_latency_high",
+    "cold starts": "cold_starts",
     "first call": "compilation_kind",
     "first-call cache hits": "first_call_cache_hits",
     "warm start s": "warm_start_latency",
@@ -335,8 +338,9 @@ METRICS = {
     "misses": "persistent_cache_misses",
     "load failures": "persistent_cache_load_failures",
 }
-FIRST_CALL_NOTE = ("First call: cold = timed in a fresh process of the runner's own, where no "
-                   "executable compiled by another runner can serve it; in_process = in the "
+FIRST_CALL_NOTE = ("First call: cold = timed in fresh processes of the runner's own, where no "
+                   "executable compiled by another runner can serve it: the median over "
+                   "\"cold starts\" such processes, with the fastest and the slowest; in_process = in the "
                    "measuring process, where one may (first-call cache hits count such). "
                    "Warm start: a fresh runner's first call with its executable already cached.")
 # What the per-step columns count (benchmarks.run.probes): torch_xla times an

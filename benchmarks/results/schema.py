@@ -60,7 +60,12 @@ import pandas as pd
 #      step compiled as written (--compile-step=graphs: dynamo breaks it at
 #      backward()), while training_step rows are now the step compiled as one
 #      graph; training_step rows written before are the step as written.
-SCHEMA_VERSION = 5
+# 6 -- a cold first call is the median of several fresh processes
+#      (--cold-start-repeat): compilation_latency_low and _high (their range)
+#      and cold_starts (how many). Cold rows of versions 3-5 came from one
+#      process each: read with the three empty, not as a range of one.
+#      Samples records keep each process's seconds (cold_first_calls_s).
+SCHEMA_VERSION = 6
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -170,6 +175,10 @@ COLUMNS: list[Column] = [
     # Version 5: the machine.
     Column("cpu_model", "str", required=False),  # e.g. "AMD EPYC 7763 64-Core Processor"
     Column("cpu_count", "Int64", required=False),  # logical CPUs of the machine (os.cpu_count)
+    # Version 6: cold first calls over several processes.
+    Column("compilation_latency_low", "float64", required=False),  # s; fastest of the cold processes
+    Column("compilation_latency_high", "float64", required=False),  # s; slowest of them
+    Column("cold_starts", "Int64", required=False),  # fresh processes behind a cold compilation_latency
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]

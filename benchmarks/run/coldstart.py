@@ -1,4 +1,6 @@
-"""Calls in fresh processes: ``in_fresh_process(fn, *args, timeout=...)``.
+"""Calls in fresh processes: ``in_fresh_process(fn, *args, timeout=...)``;
+``taking_turns`` (several fresh processes per contender, the contenders
+taking turns) and ``summary`` (their median, range and count).
 
 XLA keeps every executable it compiles in a cache of the process, keyed by
 the graph's hash; the lazy baseline and ``torchxla_trivial`` compile the same
@@ -32,9 +34,10 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import statistics
 import sys
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 # What the server imports before forking: the expensive imports every child
 # needs (a module missing here is skipped by the server, not an error).
@@ -91,3 +94,44 @@ def in_fresh_process(fn: Callable, *args, timeout: float = 900.0, fork: bool = F
     if result[0] == "error":
         raise FreshProcessError(result[1])
     return result[1]
+
+
+def taking_turns(fn: Callable, calls: dict[Hashable, tuple], repeat: int, *, timeout: float = 900.0,
+                 fork: bool = False, on_error: Callable[[Hashable, FreshProcessError], None] | None = None
+                 ) -> dict[Hashable, list]:
+    """``fn(*calls[key])`` for every key, ``repeat`` times, each in a fresh
+    process, as pyperf spreads a benchmark over several worker processes:
+    one process is one draw of what the process's start, the machine's load
+    and the scheduler do to a first call, and a cold first call on a shared
+    machine varies by tens of percent between processes. The keys take
+    turns, each round starting one later (AB BA..., ABC BCA CAB...), so load
+    drifting during the rounds favours none. Per key, its results in order;
+    a key whose process fails is told to ``on_error`` and not tried again
+    (a failure in a fresh process is seldom luck, and each try costs a model
+    load)."""
+    keys, found = list(calls), {key: [] for key in calls}
+    for i in range(repeat):
+        k = i % len(keys) if keys else 0
+        for key in keys[k:] + keys[:k]:
+            try:
+                found[key].append(in_fresh_process(fn, *calls[key], timeout=timeout, fork=fork))
+            except FreshProcessError as err:
+                if on_error is not None:
+                    on_error(key, err)
+                keys.remove(key)
+    return found
+
+
+def summary(tries: list[dict]) -> dict:
+    """One first call from several processes' (dicts of numbers, each with
+    ``seconds``): the median of each number (of a count, the lower median,
+    so it stays a count), ``low``/``high``, the range of the seconds,
+    ``n``, how many processes, and ``tries``, each one's seconds."""
+    seconds = [t["seconds"] for t in tries]
+    medians = {}
+    for key in dict.fromkeys(k for t in tries for k in t):
+        values = [t[key] for t in tries if t.get(key) is not None]
+        if values:
+            counts = all(isinstance(v, int) for v in values)
+            medians[key] = statistics.median_low(values) if counts else statistics.median(values)
+    return {**medians, "low": min(seconds), "high": max(seconds), "n": len(tries), "tries": seconds}

@@ -47,6 +47,7 @@ class RunConfig:
     # keep programmatic runs cheap); warm_start: a fresh runner's first call
     # again after timing, its executable already in XLA's cache.
     cold_start: bool = False
+    cold_start_repeat: int = 3  # fresh processes per runner: a median and a range
     warm_start: bool = False
     compile_cache: str | None = None  # torch_xla's persistent compilation cache folder
     # Adaptive repeats: with max_time (seconds of timed repeats per model),

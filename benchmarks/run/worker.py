@@ -21,9 +21,11 @@ may be profiled (``--export-profiler-trace``) and the HLO of the XLA contenders'
 graphs dumped (``--dump-hlo``); graph breaks come back as records.
 
 First calls: with ``cold_start`` each runner's first calls (one per batch
-size) are timed before anything else, in a fresh process of the runner's own
-(``coldstart``), so that no executable compiled by another contender, or by
-another model, can serve them (``compilation_latency``, kind ``cold``);
+size) are timed before anything else, in fresh processes of the runner's own
+(``coldstart``; ``cold_start_repeat`` of them, the runners taking turns), so
+that no executable compiled by another contender, or by another model, can
+serve them (``compilation_latency``: the median, with the range and the
+number of processes; kind ``cold``);
 otherwise the measuring process's first call is reported (kind
 ``in_process``). With ``warm_start``, after timing, each contender is built
 afresh (dynamo reset) and its first call timed again, its executable already
@@ -231,9 +233,10 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
             settings = {c: base[c] for c in store.SETTING_COLUMNS}
             result.samples += [
                 store.sample_record(base["name"], backend, "baseline", baseline.at(shape).samples_s,
-                                      baseline_first.seconds, **settings),
+                                      baseline_first.seconds, **settings, **baseline_first.raw),
                 store.sample_record(base["name"], backend, "backend", timing.at(shape).samples_s,
-                                      first.seconds, **settings, **_recompiles(probes_of[backend], shape)),
+                                      first.seconds, **settings, **first.raw,
+                                      **_recompiles(probes_of[backend], shape)),
             ]
     _diagnostics(config, benches[0], contenders)
     return result
@@ -251,36 +254,43 @@ _FIRST_CALL_FIELDS = ("first_call_compiles", "first_call_cache_hits", "first_cal
 class _FirstCall:
     seconds: float | None
     fields: dict
+    raw: dict = dataclasses.field(default_factory=dict)  # for the samples record: each process's seconds
 
 
 def _first_call(cold: dict, key: str, shape: int, in_process_s: float | None) -> _FirstCall:
-    """The first call a row reports: the cold one when it was measured,
-    else the measuring process's own (its probe fields are in the row)."""
+    """The first call a row reports: the cold one when it was measured (the
+    median of the fresh processes, with their range and number), else the
+    measuring process's own (its probe fields are in the row)."""
     got = cold.get(key, {}).get(shape)
     if got is None:
         return _FirstCall(in_process_s, {"compilation_latency": in_process_s,
                                          "compilation_kind": "in_process"})
     fields = {f: got[f] for f in _FIRST_CALL_FIELDS if f in got}
     return _FirstCall(got["seconds"], {**fields, "compilation_latency": got["seconds"],
-                                       "compilation_kind": "cold"})
+                                       "compilation_latency_low": got["low"],
+                                       "compilation_latency_high": got["high"],
+                                       "cold_starts": got["n"], "compilation_kind": "cold"},
+                      {"cold_first_calls_s": got["tries"]})
 
 
 def cold_starts(config: RunConfig, name: str, keys: list[str], fork: bool = False
                 ) -> dict[str, dict[int, dict]]:
     """Per contender (``BASELINE_KEY`` or a backend) and batch-size index, its
-    cold first call: seconds and ``_FIRST_CALL_FIELDS``, each contender in a
-    fresh process of its own, one after the other (``fork``: forked from
-    this process, which must be fresh itself; see ``coldstart``). A contender
-    whose cold process fails is left out (its rows then report the
-    in-process first call, and say so); the failure is printed."""
-    found = {}
-    for key in keys:
-        try:
-            found[key] = coldstart.in_fresh_process(cold_first_calls, config.to_json(), name, key,
-                                                    timeout=config.timeout, fork=fork)
-        except coldstart.FreshProcessError as err:
-            print(f"warning: cold first call of {name} / {key} failed: {err}", file=sys.stderr)
-    return found
+    cold first call: over ``config.cold_start_repeat`` fresh processes per
+    contender, the contenders taking turns (``coldstart.taking_turns``; with
+    ``fork``, forked from this process, which must be fresh itself), the
+    median seconds and ``_FIRST_CALL_FIELDS``, the range and the number of
+    processes (``coldstart.summary``). A contender whose cold process fails
+    is left out (its rows then report the in-process first call, and say
+    so); the failure is printed."""
+    def failed(key, err):
+        print(f"warning: cold first call of {name} / {key} failed: {err}", file=sys.stderr)
+
+    tries = coldstart.taking_turns(cold_first_calls, {key: (config.to_json(), name, key) for key in keys},
+                                   config.cold_start_repeat, timeout=config.timeout, fork=fork,
+                                   on_error=failed)
+    return {key: {shape: coldstart.summary([t[shape] for t in got]) for shape in got[0]}
+            for key, got in tries.items() if got}
 
 
 def cold_first_calls(config_json: str, name: str, key: str) -> dict[int, dict]:
