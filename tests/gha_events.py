@@ -27,35 +27,38 @@ REPOSITORY = {  # the `repository` object of webhook payloads (the fields a work
 SENDER = {"login": "octocat", "id": 2, "type": "User"}
 
 
-def payload(event: str, ref: str, inputs: dict | None = None, cron: str = "17 2 * * *") -> dict:
+def payload(event: str, ref: str, inputs: dict | None = None, cron: str = "17 2 * * *",
+            default_branch: str = DEFAULT_BRANCH) -> dict:
+    repository = {**REPOSITORY, "default_branch": default_branch}
     if event == "schedule":
         return {"schedule": cron}
     if event == "workflow_dispatch":
-        return {"inputs": dict(inputs or {}), "ref": ref, "repository": REPOSITORY, "sender": SENDER,
+        return {"inputs": dict(inputs or {}), "ref": ref, "repository": repository, "sender": SENDER,
                 "workflow": ".github/workflows/nightly.yml"}
     if event == "push":
         return {"ref": ref, "before": "0" * 40, "after": SHA, "base_ref": None, "created": False,
                 "deleted": False, "forced": False, "compare": "", "commits": [], "head_commit": {"id": SHA},
-                "pusher": {"name": "octocat"}, "repository": REPOSITORY, "sender": SENDER}
+                "pusher": {"name": "octocat"}, "repository": repository, "sender": SENDER}
     if event == "pull_request":
-        return {"action": "synchronize", "number": 7, "repository": REPOSITORY, "sender": SENDER,
+        return {"action": "synchronize", "number": 7, "repository": repository, "sender": SENDER,
                 "pull_request": {"number": 7, "head": {"ref": "topic", "sha": SHA},
-                                 "base": {"ref": DEFAULT_BRANCH, "sha": SHA}}}
+                                 "base": {"ref": default_branch, "sha": SHA}}}
     raise KeyError(event)
 
 
 def github(event: str, *, ref: str | None = None, inputs: dict | None = None, workspace: str = "/work",
-           run_id: int = 1000, run_attempt: int = 1, job: str = "") -> dict:
-    """The ``github`` context of a run triggered by ``event`` (on the default
-    branch unless ``ref`` says otherwise)."""
+           run_id: int = 1000, run_attempt: int = 1, job: str = "", default_branch: str = DEFAULT_BRANCH) -> dict:
+    """The ``github`` context of a run triggered by ``event`` in a repository
+    whose default branch is ``default_branch`` (on that branch unless ``ref``
+    says otherwise: a cron run always is)."""
     if ref is None:
-        ref = "refs/pull/7/merge" if event == "pull_request" else f"refs/heads/{DEFAULT_BRANCH}"
+        ref = "refs/pull/7/merge" if event == "pull_request" else f"refs/heads/{default_branch}"
     return {
-        "event_name": event, "event": payload(event, ref, inputs),
+        "event_name": event, "event": payload(event, ref, inputs, default_branch=default_branch),
         "ref": ref, "ref_name": ref.split("/", 2)[-1] if ref.startswith("refs/heads/") else ref.split("/")[-1],
         "ref_type": "tag" if ref.startswith("refs/tags/") else "branch", "ref_protected": False,
         "sha": SHA, "head_ref": "topic" if event == "pull_request" else "",
-        "base_ref": DEFAULT_BRANCH if event == "pull_request" else "",
+        "base_ref": default_branch if event == "pull_request" else "",
         "repository": f"{OWNER}/{NAME}", "repository_owner": OWNER, "repository_id": "1",
         "repositoryUrl": f"git://github.com/{OWNER}/{NAME}.git",
         "run_id": str(run_id), "run_number": "1", "run_attempt": str(run_attempt),

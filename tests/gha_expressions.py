@@ -69,6 +69,9 @@ class Evaluator:
     lenient: frozenset = frozenset({"inputs", "vars", "secrets", "env"})
     hash_files: Callable[[list[str]], str] = lambda patterns: "0" * 64
     missing: list[str] = field(default_factory=list)
+    # > 0 while parsing an operand that ``&&``/``||`` does not evaluate: as
+    # the runner's evaluator short-circuits, what it would read is not read.
+    _skipped: int = 0
 
     # -- entry points -------------------------------------------------------
 
@@ -129,16 +132,22 @@ class Evaluator:
         left = self._and()
         while self._at("||"):
             self._take()
+            decided = truthy(left)
+            self._skipped += decided
             right = self._and()
-            left = left if truthy(left) else right
+            self._skipped -= decided
+            left = left if decided else right
         return left
 
     def _and(self) -> Any:
         left = self._equality()
         while self._at("&&"):
             self._take()
+            decided = not truthy(left)
+            self._skipped += decided
             right = self._equality()
-            left = right if truthy(left) else left
+            self._skipped -= decided
+            left = left if decided else right
         return left
 
     def _equality(self) -> Any:
@@ -185,12 +194,12 @@ class Evaluator:
             for k in value:  # property names are case-insensitive
                 if str(k).lower() == str(key).lower():
                     return value[k], where
-            if path is not None and path.split(".")[0] not in self.lenient:
+            if path is not None and path.split(".")[0] not in self.lenient and not self._skipped:
                 self.missing.append(where)
             return None, None
         if isinstance(value, list) and isinstance(key, (int, float)) and 0 <= key < len(value):
             return value[int(key)], None
-        if value is not None and path is not None:
+        if value is not None and path is not None and not self._skipped:
             self.missing.append(where)
         return None, None
 

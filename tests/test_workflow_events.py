@@ -5,7 +5,7 @@ A cron run's payload has no ``repository``: a condition that reads
 ``github.event.repository.default_branch`` is null there, and a step behind
 it never runs on the schedule.  These tests fail on any context field an
 event does not carry, and check that the nightly publishes on the schedule,
-on a dispatch and on a push, all on main, and on nothing else.
+on a dispatch and on a push, all on the default branch, and on nothing else.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def needs_of(job: dict) -> list[str]:
 
 
 def job_contexts(workflow: dict, name: str, event: str, ref: str | None = None,
-                 inputs: dict | None = None) -> dict:
+                 inputs: dict | None = None, default_branch: str = gha_events.DEFAULT_BRANCH) -> dict:
     """What a job's expressions see when every job it needs succeeded."""
     job = workflow["jobs"][name]
     needs = {}
@@ -55,7 +55,7 @@ def job_contexts(workflow: dict, name: str, event: str, ref: str | None = None,
         declared = workflow["jobs"][needed].get("outputs", {})
         needs[needed] = {"result": "success", "outputs": {k: OUTPUTS.get(k, "x") for k in declared}}
     contexts = {
-        "github": gha_events.github(event, ref=ref, inputs=inputs, job=name),
+        "github": gha_events.github(event, ref=ref, inputs=inputs, job=name, default_branch=default_branch),
         "inputs": gha_events.inputs_context(event, workflow, inputs),
         "vars": {}, "secrets": {"GITHUB_TOKEN": "***"}, "env": {}, "runner": gha_events.runner(),
         "needs": needs, "job": {"status": "success"}, "steps": {}, "strategy": {}, "matrix": {},
@@ -99,26 +99,32 @@ def test_expressions_read_only_what_the_event_carries(path, event):
     assert not absent, f"on {event}, these read fields the event does not have:\n" + "\n".join(absent)
 
 
-def publish_conditions(workflow: dict):
-    """The job and step ``if:`` in front of ``make nightly-publish``."""
+def publish_conditions(workflow: dict, command: str = "make nightly-publish"):
+    """The job and step ``if:`` in front of ``command``."""
     for name, job in workflow["jobs"].items():
         for step in job.get("steps", []):
-            if step.get("run", "").strip() == "make nightly-publish":
+            if step.get("run", step.get("uses", "")).strip().startswith(command):
                 return name, job.get("if"), step.get("if")
-    raise AssertionError("no step runs make nightly-publish")
+    raise AssertionError(f"no step runs {command}")
 
 
-@pytest.mark.parametrize("event, ref, publishes", [
-    ("schedule", None, True),
-    ("workflow_dispatch", None, True),
-    ("push", None, True),
-    ("workflow_dispatch", "refs/heads/topic", False),
-    ("push", "refs/heads/topic", False),
+@pytest.mark.parametrize("command", ["make nightly-publish", "actions/deploy-pages"])
+@pytest.mark.parametrize("default, event, ref, publishes", [
+    ("main", "schedule", None, True),
+    ("main", "workflow_dispatch", None, True),
+    ("main", "push", None, True),
+    ("main", "workflow_dispatch", "refs/heads/topic", False),
+    ("main", "push", "refs/heads/topic", False),
+    # A repository whose default branch is not main: a cron run is on it.
+    ("trunk", "schedule", None, True),
+    ("trunk", "workflow_dispatch", None, True),
+    ("trunk", "push", None, True),
+    ("trunk", "workflow_dispatch", "refs/heads/main", False),
 ])
-def test_nightly_publishes_from_main_only(event, ref, publishes):
+def test_nightly_publishes_from_the_default_branch_only(command, default, event, ref, publishes):
     workflow = load(WORKFLOWS / "nightly.yml")
-    name, job_if, step_if = publish_conditions(workflow)
-    contexts = job_contexts(workflow, name, event, ref=ref)
+    name, job_if, step_if = publish_conditions(workflow, command)
+    contexts = job_contexts(workflow, name, event, ref=ref, default_branch=default)
     # The step runs after the steps before it succeeded.
     earlier = {step["id"]: {"outcome": "success", "conclusion": "success", "outputs": Open()}
                for step in workflow["jobs"][name]["steps"] if "id" in step}
@@ -172,6 +178,20 @@ def test_evaluator_records_a_field_the_event_lacks():
     dispatch = Evaluator({"github": gha_events.github("workflow_dispatch")})
     assert dispatch.condition("github.ref_name == github.event.repository.default_branch") is True
     assert dispatch.missing == []
+
+
+def test_evaluator_reads_no_operand_that_and_or_skip():
+    """``||`` after a true operand and ``&&`` after a false one evaluate
+    nothing more (the runner short-circuits), so read no absent field."""
+    cron = {"github": gha_events.github("schedule")}
+    either = Evaluator(cron)
+    assert either.condition("github.event_name == 'schedule' || github.event.repository.default_branch == 'x'")
+    both = Evaluator(cron)
+    assert not both.condition("github.event_name != 'schedule' && github.event.repository.default_branch == 'x'")
+    assert either.missing == [] and both.missing == []
+    read = Evaluator(cron)
+    assert not read.condition("github.event_name != 'schedule' || github.event.repository.default_branch == 'x'")
+    assert read.missing == ["github.event.repository"]
 
 
 def test_evaluator_status_functions():
