@@ -18,7 +18,12 @@
   the tests run in, its install stamps fresh, as a cache hit would restore
   it), ``upload-artifact``/``download-artifact`` (a folder per artifact, one
   store per run, a name that exists refused unless ``overwrite``, as GitHub
-  answers 409), ``upload-pages-artifact`` and ``deploy-pages``.
+  answers 409; a download without ``run-id`` and ``github-token`` sees only
+  what the run's current attempt uploaded, as the runtime API does, and one
+  with them needs ``actions: read``), ``upload-pages-artifact`` and
+  ``deploy-pages``;
+* "Re-run job": ``run_job`` of a job that ran already starts a new attempt
+  of the run (``github.run_attempt``), keeping the run's artifacts.
 
 Two things stand in for the machine: ``PYTHONPATH`` names the job's checkout
 (the editable install points at the workspace on a runner), and a job can run
@@ -88,7 +93,10 @@ class Run:
         self.artifacts = folder / "artifacts"
         self.pages = folder / "pages"
         self.jobs: dict[str, JobRecord] = {}
-        self.attempts: dict[str, int] = {}
+        self.attempts: dict[str, int] = {}  # per job: how many times it ran
+        self.run_attempt = 1  # the run's attempt: each "Re-run job" starts one
+        self.uploaded_in: dict[str, int] = {}  # artifact -> the attempt that uploaded it
+        self.permissions: dict = {}  # the running job's token permissions
         self.artifacts.mkdir(parents=True, exist_ok=True)
 
     # -- jobs ----------------------------------------------------------------
@@ -104,11 +112,13 @@ class Run:
         """The job (again, as "Re-run job" does: a new attempt, the artifacts
         of the run kept)."""
         job = self.workflow["jobs"][name]
+        if name in self.attempts:
+            self.run_attempt += 1
         attempt = self.attempts[name] = self.attempts.get(name, 0) + 1
         needs = _needs(job)
         needs_ctx = {n: {"result": self.jobs[n].result, "outputs": dict(self.jobs[n].outputs)} for n in needs}
         failed = any(self.jobs[n].result != "success" for n in needs)
-        contexts = self._contexts(name, attempt, needs_ctx, workspace=None)
+        contexts = self._contexts(name, self.run_attempt, needs_ctx, workspace=None)
         if not Evaluator(contexts, status=Status(failed=failed)).condition(job.get("if")):
             self.jobs[name] = JobRecord(name, "skipped")
             return self.jobs[name]
@@ -149,8 +159,9 @@ class Run:
         workspace.mkdir(parents=True)
         temp.mkdir()
         chown_tree(base, self.uid)
-        contexts = self._contexts(name, attempt, needs, workspace)
+        contexts = self._contexts(name, self.run_attempt, needs, workspace)
         contexts["matrix"] = matrix
+        self.permissions = job.get("permissions", self.workflow.get("permissions", {})) or {}
         contexts["runner"]["temp"] = str(temp)
         record = JobRecord(name, "success", workspace=workspace)
         env = {}
@@ -258,6 +269,26 @@ class Run:
         chown_tree(dest, self.uid)
         return True, f"checked out {repository} at {ref or 'its default branch'}"
 
+    def artifact(self, name: str) -> Path:
+        """A new artifact's folder, uploaded by the current attempt (for a
+        job's stand-in)."""
+        self.uploaded_in[name] = self.run_attempt
+        (self.artifacts / name).mkdir()
+        return self.artifacts / name
+
+    def _visible(self, with_: dict) -> tuple[set[str] | None, str]:
+        """The artifacts a download sees (None: refused, with why)."""
+        names = {p.name for p in self.artifacts.iterdir()}
+        if not (with_.get("run-id") and with_.get("github-token")):
+            return {n for n in names if self.uploaded_in.get(n) == self.run_attempt}, ""
+        if str(with_["run-id"]) != str(self.run_id):
+            return None, f"Unable to download artifact(s): workflow run {with_['run-id']} not found"
+        granted = self.permissions
+        if not (granted in ("read-all", "write-all")
+                or (isinstance(granted, dict) and granted.get("actions") in ("read", "write"))):
+            return None, "Unable to download artifact(s): Resource not accessible by integration (actions: read)"
+        return names, ""
+
     def _upload(self, with_: dict, workspace: Path) -> tuple[bool, str]:
         name = with_["name"]
         target = self.artifacts / name
@@ -274,6 +305,7 @@ class Run:
         if target.exists():
             shutil.rmtree(target)
         target.mkdir()
+        self.uploaded_in[name] = self.run_attempt
         for path in present:
             dest = target / path.relative_to(root) if path != root else target
             if path.is_dir():
@@ -285,14 +317,17 @@ class Run:
 
     def _download(self, with_: dict, workspace: Path) -> tuple[bool, str]:
         dest = workspace / (with_.get("path") or ".")
+        visible, why = self._visible(with_)
+        if visible is None:
+            return False, why
         if "name" in with_:
             source = self.artifacts / with_["name"]
-            if not source.is_dir():
+            if with_["name"] not in visible:
                 return False, f"Unable to download artifact(s): Artifact not found for name: {with_['name']}"
             shutil.copytree(source, dest, dirs_exist_ok=True)  # as root: actions run as the steps do
             return True, f"downloaded {with_['name']}"
         pattern = re.compile(re.escape(with_["pattern"]).replace(r"\*", ".*") + "$")
-        found = sorted(p for p in self.artifacts.iterdir() if pattern.match(p.name))
+        found = sorted(self.artifacts / n for n in visible if pattern.match(n))
         for source in found:
             shutil.copytree(source, dest if with_.get("merge-multiple") else dest / source.name, dirs_exist_ok=True)
         return True, f"downloaded {[p.name for p in found]}"
@@ -305,11 +340,12 @@ class Run:
         if not (site / "index.html").is_file():
             return False, f"no site at {site}"
         shutil.copytree(site, self.artifacts / name)
+        self.uploaded_in[name] = self.run_attempt
         return True, f"uploaded the site as {name}"
 
     def _deploy_pages(self, with_: dict, workspace: Path) -> tuple[bool, str]:
         name = with_.get("artifact_name", "github-pages")
-        if not (self.artifacts / name).is_dir():
+        if not (self.artifacts / name).is_dir() or self.uploaded_in.get(name) != self.run_attempt:
             return False, f"No artifacts named {name} were found for this workflow run"
         if self.pages.exists():
             shutil.rmtree(self.pages)

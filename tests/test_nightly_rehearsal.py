@@ -53,8 +53,7 @@ def fixture_shards(run: Run, contexts: dict) -> JobRecord:
     staging = run.folder / "fixture-shards"
     split_into_shards(FIXTURES / "new.csv", staging, shards=count)
     for index in range(count):
-        artifact = run.artifacts / f"shard-{index}"
-        artifact.mkdir()
+        artifact = run.artifact(f"shard-{index}")
         for path in staging.glob(f"shard-{index}.*"):
             shutil.copy2(path, artifact / path.name)
     return JobRecord("shard", "success")
@@ -99,13 +98,56 @@ def test_a_night_after_a_published_one(tmp_path, origin):
     assert jobs["pages"].result == "success", explain
     assert f"2 nights ({yesterday} to {today})" in (run.pages / "index.html").read_text()
 
-    # Re-run, the publish job has nothing new to push; the Pages job uploads
-    # the site again under its attempt's name.
+    # Re-run alone (each a new attempt of the run), the publish job has
+    # nothing new to push; the Pages job uploads the site again under its
+    # attempt's name.
     again = run.run_job("publish")
+    assert run.run_attempt == 2
     assert again.result == "success" and "nothing to publish" in again.log(), again.log()
     pages = run.run_job("pages")
     assert pages.result == "success", pages.log()
-    assert {p.name for p in run.artifacts.glob("github-pages-*")} == {"github-pages-1", "github-pages-2"}
+    assert {p.name for p in run.artifacts.glob("github-pages-*")} == {"github-pages-1", "github-pages-3"}
+
+
+def _failed(name: str):
+    def stand_in(run: Run, contexts: dict) -> JobRecord:
+        return JobRecord(name, "failure")
+    return stand_in
+
+
+def test_publish_and_pages_re_run_alone_in_a_new_attempt(tmp_path, origin):
+    """Publish lost a push race and Pages hiccuped in the night's attempt:
+    each re-run alone, in a new attempt of the run, still finds the night's
+    artifact (uploaded by attempt 1) and publishes it."""
+    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule", variables={"NIGHTLY_SHARDS": "2"})
+    run.run_all(stand_ins={"shard": fixture_shards, "publish": _failed("publish"), "pages": _failed("pages")})
+    assert run.jobs["merge"].outputs["merged"] == "success", _explain(run)
+    assert not [p for p in branch_files(origin, BRANCH) if p.startswith(_today())]
+    publish = run.run_job("publish")
+    assert run.run_attempt == 2
+    assert publish.result == "success", publish.log()
+    assert f"{_today()}/performance.csv" in branch_files(origin, BRANCH)
+    pages = run.run_job("pages")
+    assert pages.result == "success", pages.log()
+    assert (run.pages / "index.html").is_file()
+
+
+def test_artifacts_of_an_earlier_attempt_need_the_run_id_and_a_token(tmp_path, origin):
+    """The rehearsal's artifacts are the runtime API's: what attempt 1
+    uploaded, attempt 2 finds only through the REST API (run id and token),
+    and that only with ``actions: read``."""
+    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule")
+    run.artifact("night")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    assert run._download({"name": "night"}, workspace)[0]
+    run.run_attempt = 2
+    assert "Artifact not found" in run._download({"name": "night"}, workspace)[1]
+    by_run = {"name": "night", "run-id": str(run.run_id), "github-token": "***"}
+    run.permissions = {"contents": "read"}
+    assert "Resource not accessible" in run._download(by_run, workspace)[1]
+    run.permissions = {"actions": "read"}
+    assert run._download(by_run, workspace)[0]
 
 
 def test_every_checkout_of_this_repository_is_refused_to_plain_git(tmp_path, origin):

@@ -213,8 +213,9 @@ def test_only_the_publish_job_can_write_and_it_installs_nothing():
     jobs = _load(WORKFLOWS / "nightly.yml")["jobs"]
     writers = {name for name, job in jobs.items() if "write" in job.get("permissions", {}).values()}
     assert writers == {"publish", "pages"}
-    assert jobs["publish"]["permissions"] == {"contents": "write"}
-    assert jobs["pages"]["permissions"] == {"pages": "write", "id-token": "write"}
+    # actions: read, to download the night by run id when re-run alone
+    assert jobs["publish"]["permissions"] == {"contents": "write", "actions": "read"}
+    assert jobs["pages"]["permissions"] == {"pages": "write", "id-token": "write", "actions": "read"}
     publish = jobs["publish"]["steps"]
     assert [s["run"] for s in publish if "run" in s] == ["make nightly-history", "make nightly-publish"]
     assert {s["uses"].split("@")[0] for s in publish if "uses" in s} == {"actions/checkout",
