@@ -246,3 +246,22 @@ def same():
 def identities():
     """``identity_pattern(outputs, inputs)``."""
     return identity_pattern
+
+
+def write_earlier_run(csv_path: Path) -> dict[Path, bytes]:
+    """Files as an earlier run leaves them at ``csv_path`` (every file beside
+    the CSV and a kept worker log); returns each file's bytes, to check that
+    a later run left them as they were."""
+    from benchmarks.results import store
+
+    store.append_rows(csv_path, [dict(dev="cpu", name="earlier_model", batch_size=2, backend="eager",
+                                      baseline="eager", status="pass", speedup=1.25)])
+    store.append_samples(store.samples_path(csv_path),
+                         [store.sample_record("earlier_model", "eager", "backend", [0.1, 0.2])])
+    store.append_graph_breaks(csv_path, [])
+    store.markdown_path(csv_path).write_text("# the earlier run's report\n")
+    store.plot_path(csv_path).write_bytes(b"\x89PNG earlier chart")
+    store.logs_path(csv_path).mkdir()
+    (store.logs_path(csv_path) / "earlier_model.log").write_text("the earlier run's log\n")
+    files = [*store.files_beside(csv_path), store.logs_path(csv_path) / "earlier_model.log"]
+    return {path: path.read_bytes() for path in files}

@@ -23,7 +23,7 @@ import pytest
 from benchmarks.results import store
 from benchmarks.run import worker
 from benchmarks.run.config import RunConfig
-from conftest import FAULT_MODELS
+from conftest import FAULT_MODELS, write_earlier_run
 
 REPO = Path(__file__).resolve().parent.parent
 # First calls in the measuring process: these runs count the processes that
@@ -236,6 +236,63 @@ def test_sigkill_leaves_whole_rows_and_resume_completes(runs, tmp_path):
     # Every passing row still has its samples beside it.
     samples = store.read_samples(store.samples_path(resumed.csv))
     assert {(s["name"], s["backend"]) for s in samples if s["role"] == "backend"} >= expected
+
+
+# --------------------------------------------------------------------------
+# Ctrl-C and SIGTERM during an --overwrite run (make bench's): the earlier
+# run's files stay whole, the new rows are kept beside them with their
+# report, no worker and no temporary folder remain.
+
+STOPS = {"SIGINT": (signal.SIGINT, 130, "Ctrl-C"), "SIGTERM": (signal.SIGTERM, 143, "SIGTERM")}
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """A run of ok_mlp then slow_1 per signal, started together over an
+    earlier run's files, each sent its signal once ok_mlp's row is written
+    (slow_1's worker is then starting or cold-starting: SIGTERM's run times
+    cold first calls, whose processes make temporary folders of their own)."""
+    started = {}
+    for name in STOPS:
+        folder = tmp_path_factory.mktemp(name)
+        earlier = write_earlier_run(folder / "run.csv")
+        cold = ("--no-cold-start",) if name == "SIGINT" else ()
+        run = Run(folder, "--suite", "torchbench", "--repeat", "2", "--warmup", "1", *cold,
+                  "--backend", "eager", "-k", "^(ok_mlp|slow_1)$", "--overwrite")
+        started[name] = (run, earlier)
+    pending = dict(started)
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while pending and time.monotonic() < deadline:
+        for name, (run, _) in list(pending.items()):
+            partial = store.partial_path(run.csv)
+            if run.proc.poll() is not None:
+                del pending[name]  # ended before its signal: the test says so
+            elif partial.exists() and partial.read_bytes().count(b"\n") >= 2:
+                run.proc.send_signal(STOPS[name][0])
+                del pending[name]
+        time.sleep(0.05)
+    yield {name: (run.wait(), earlier) for name, (run, earlier) in started.items()}
+    for run, _ in started.values():
+        run.kill()
+
+
+@pytest.mark.parametrize("name", sorted(STOPS))
+def test_a_signal_during_an_overwrite_keeps_the_earlier_files(stopped, name):
+    run, earlier = stopped[name]
+    _, code, said = STOPS[name]
+    assert run.returncode == code, f"exit code {run.returncode}; stderr:\n{run.stderr[-3000:]}"
+    for path, data in earlier.items():
+        assert path.read_bytes() == data, f"{path} changed"
+    partial = store.partial_path(run.csv)
+    assert store.read_rows(partial)["name"].tolist() == ["ok_mlp"]
+    assert "ok_mlp" in store.markdown_path(partial).read_text()  # the report of the rows kept
+    last = run.stderr.strip().splitlines()[-1]
+    assert last == (f"runner.py: interrupted ({said}); the earlier run's files are kept as they were "
+                    f"({run.csv}); this run's 1 row is beside them in {partial}, with their report "
+                    f"(complete it with --output {partial} --resume)")
+    assert "Traceback" not in run.stderr
+    assert wait_for_no_workers(run) == []
+    assert sorted(p.name for p in run.tmpdir.iterdir()) == []  # no xdb-worker-*, no xdb-cold-*
 
 
 # --------------------------------------------------------------------------

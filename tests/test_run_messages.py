@@ -9,7 +9,7 @@ import pytest
 from benchmarks import cli
 from benchmarks.run import orchestrate
 from benchmarks.results import store
-from conftest import TINY_CONFIGS
+from conftest import TINY_CONFIGS, write_earlier_run
 
 
 def run(argv, capsys):
@@ -108,6 +108,77 @@ def test_ctrl_c_keeps_the_report_of_the_rows_written(tmp_path, fast, capsys, mon
     assert store.read_rows(out_csv)["name"].tolist() == ["ok_mlp"]
     assert "ok_mlp" in store.markdown_path(out_csv).read_text()
     assert store.plot_path(out_csv).exists()
+
+
+def _interrupt_at(monkeypatch, model, stop=KeyboardInterrupt):
+    """``run_one`` raising ``stop`` when it comes to ``model``."""
+    real = orchestrate.run_one
+
+    def interrupted(config, name):
+        if name == model:
+            raise stop()
+        return real(config, name)
+
+    monkeypatch.setattr(orchestrate, "run_one", interrupted)
+
+
+def _kept_as_they_were(earlier: dict) -> bool:
+    return all(path.exists() and path.read_bytes() == data for path, data in earlier.items())
+
+
+def test_overwrite_replaces_the_earlier_files_when_the_run_ends(tmp_path, fast, capsys):
+    out_csv = tmp_path / "run.csv"
+    write_earlier_run(out_csv)
+    code, console, err = run([*fast, "--only", "ok_mlp", "--no-isolate", "--output", str(out_csv),
+                              "--overwrite"], capsys)
+    assert code == 0, err
+    assert f"written as {store.partial_path(out_csv)} until the run ends" in err
+    assert store.read_rows(out_csv)["name"].tolist() == ["ok_mlp"]
+    assert {s["name"] for s in store.read_samples(store.samples_path(out_csv))} == {"ok_mlp"}
+    assert "ok_mlp" in store.markdown_path(out_csv).read_text()
+    assert "earlier" not in store.markdown_path(out_csv).read_text() + console
+    assert store.plot_path(out_csv).read_bytes().startswith(b"\x89PNG\r\n")  # drawn anew
+    assert not store.logs_path(out_csv).exists()  # the earlier run's logs went with it
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [p.name for p in store.files_beside(out_csv)] + ["models.yaml"])
+
+
+def test_ctrl_c_during_an_overwrite_keeps_the_earlier_files(tmp_path, fast, capsys, monkeypatch):
+    """An interrupted --overwrite (make bench's) destroys nothing: the
+    earlier run's files stay whole, this run's rows and report stay beside
+    them, named, and one line says so."""
+    out_csv = tmp_path / "run.csv"
+    earlier = write_earlier_run(out_csv)
+    _interrupt_at(monkeypatch, "slow_1")
+    code, _, err = run([*fast, "-k", "^(ok_mlp|slow_1)$", "--no-isolate", "--output", str(out_csv),
+                        "--overwrite"], capsys)
+    assert code == 130
+    assert _kept_as_they_were(earlier)
+    partial = store.partial_path(out_csv)
+    assert store.read_rows(partial)["name"].tolist() == ["ok_mlp"]
+    assert "ok_mlp" in store.markdown_path(partial).read_text()
+    assert err.strip().splitlines()[-1] == (
+        f"runner.py: interrupted (Ctrl-C); the earlier run's files are kept as they were ({out_csv}); "
+        f"this run's 1 row is beside them in {partial}, with their report "
+        f"(complete it with --output {partial} --resume)")
+    # A second --overwrite that finishes replaces both.
+    monkeypatch.undo()
+    code, _, err = run([*fast, "--only", "ok_mlp", "--no-isolate", "--output", str(out_csv), "--overwrite"],
+                       capsys)
+    assert code == 0, err
+    assert not partial.exists() and not store.markdown_path(partial).exists()
+
+
+def test_a_crash_during_an_overwrite_keeps_the_earlier_files(tmp_path, fast, capsys, monkeypatch):
+    out_csv = tmp_path / "run.csv"
+    earlier = write_earlier_run(out_csv)
+    _interrupt_at(monkeypatch, "slow_1", lambda: OSError(28, "No space left on device"))
+    with pytest.raises(OSError):
+        run([*fast, "-k", "^(ok_mlp|slow_1)$", "--no-isolate", "--output", str(out_csv), "--overwrite"],
+            capsys)
+    assert _kept_as_they_were(earlier)
+    assert store.read_rows(store.partial_path(out_csv))["name"].tolist() == ["ok_mlp"]
+    assert "stopped by OSError; the earlier run's files are kept" in capsys.readouterr().err
 
 
 def test_a_timed_out_workers_log_keeps_its_output_and_says_why(tmp_path, fast, capsys, monkeypatch):

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from benchmarks.run import signals
 from benchmarks.run.affinity import parse_cpus
 from benchmarks.usage import UsageError, guarded
 from benchmarks.cli.compare import compare_main
@@ -42,12 +43,14 @@ def main(argv: list[str]) -> int:
 
 
 def _run(make_args) -> int:
+    """A run, with SIGTERM (a CI runner's or Slurm's time limit) handled as
+    Ctrl-C: the run says what it kept (``run_command``), the status is 143."""
     try:
-        return guarded(PROG, lambda: run_command(make_args()))
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; rows written so far are kept (rerun with --resume)",
-              file=sys.stderr)
-        return 130
+        with signals.stop_on_signals():
+            return guarded(PROG, lambda: run_command(make_args()))
+    except KeyboardInterrupt as stop:  # before any model ran
+        print(f"{PROG}: {signals.describe(stop)} before any model ran", file=sys.stderr)
+        return signals.exit_status(stop)
 
 
 def _job(flags: Sequence[str], backends: Sequence[str], *, output: Path | None = None,

@@ -38,19 +38,17 @@ def run_command(args: argparse.Namespace) -> int:
     from benchmarks.run import orchestrate
     from benchmarks.results import report, store
 
-    if args.overwrite:
-        store.clear_outputs(config.csv_path)
+    output = orchestrate.Output.start(config.csv_path, overwrite=args.overwrite)
     os.environ["PJRT_DEVICE"] = DEVICES[config.device]
+    beside = f" (written as {output.writing} until the run ends)" if output.staged else ""
     print(f"{PROG}: {len(config.models)} model(s) x {', '.join(config.backends)} "
           f"vs {config.baseline} baseline ({config.phase}, {config.precision}, {config.dynamic} shapes) "
-          f"-> {config.csv_path}", file=sys.stderr)
+          f"-> {config.csv_path}{beside}", file=sys.stderr)
     try:
-        orchestrate.run(config)
-    except KeyboardInterrupt:
-        # The rows kept so far get their report, as a finished run's do.
-        report.finish(config.csv_path)
-        _print_written(config.csv_path)
-        raise
+        orchestrate.run(config.replace(output=str(output.writing)))
+    except BaseException as stop:  # Ctrl-C, SIGTERM, a crash: the earlier run's files stay
+        return _stopped(output, stop)
+    output.commit()
     print(report.finish(config.csv_path))
     if args.explain:
         from benchmarks.run import explain
@@ -62,6 +60,24 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
     _print_written(config.csv_path)
     return 0
+
+
+def _stopped(output, stop: BaseException) -> int:
+    """A run stopped before its end: the rows kept so far get their report,
+    as a finished run's do, and one line says what was kept where; the exit
+    status of an interrupt (130, or 143 for SIGTERM), or the error again."""
+    from benchmarks.results import report
+    from benchmarks.run import signals
+
+    try:
+        if output.writing.exists():
+            report.finish(output.writing)
+            _print_written(output.writing)
+    finally:
+        print(f"{PROG}: {output.stopped(signals.describe(stop))}", file=sys.stderr)
+    if isinstance(stop, KeyboardInterrupt):
+        return signals.exit_status(stop)
+    raise stop
 
 
 def _print_written(csv_path: Path) -> None:

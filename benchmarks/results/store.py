@@ -15,6 +15,11 @@ A run writes five files that share a stem (``results/<stem>.*``,
   reason and user frame (``GRAPH_BREAK_COLUMNS``).
 * ``<stem>.logs/`` -- the output of workers that failed (``logs_path``).
 
+A run that replaces an earlier one's files (``--overwrite``) writes them as
+``<stem>.partial.*`` (``partial_path``) until it has finished, then takes
+their names (``replace_outputs``): stopped early, it leaves the earlier
+files whole.
+
 Offers the paths, ``check_output`` (an ``OutputError`` for an output that
 cannot be written or would be lost), ``append_rows`` / ``read_rows`` /
 ``empty_frame``, ``sample_record`` / ``append_samples`` / ``read_samples``,
@@ -162,6 +167,32 @@ def clear_outputs(csv_path: str | os.PathLike) -> None:
     for path in files_beside(csv_path):
         path.unlink(missing_ok=True)
     shutil.rmtree(logs_path(csv_path), ignore_errors=True)
+
+
+def partial_path(csv_path: str | os.PathLike) -> Path:
+    """Where a run that replaces ``csv_path``'s files writes until it has
+    finished (``results/x.csv`` -> ``results/x.partial.csv``): the earlier
+    run's files stay whole until then, and an interrupted run's rows stay
+    beside them under this name."""
+    path = Path(csv_path)
+    return path.with_name(f"{path.stem}.partial{path.suffix}")
+
+
+def has_outputs(csv_path: str | os.PathLike) -> bool:
+    """Whether an earlier run left any file for ``csv_path`` (its logs too)."""
+    return any(p.exists() for p in files_beside(csv_path)) or logs_path(csv_path).exists()
+
+
+def replace_outputs(csv_path: str | os.PathLike, new_csv: str | os.PathLike) -> None:
+    """Give ``new_csv``'s files (``files_beside`` and the logs folder) the
+    names of ``csv_path``'s, whose earlier files go: each by a rename, the
+    CSV last, so its rows never stand beside another run's samples."""
+    clear_outputs(csv_path)
+    moves = [*zip(files_beside(new_csv)[1:], files_beside(csv_path)[1:]),
+             (logs_path(new_csv), logs_path(csv_path)), (Path(new_csv), Path(csv_path))]
+    for source, target in moves:
+        if source.exists():
+            os.replace(source, target)
 
 
 # --------------------------------------------------------------------------

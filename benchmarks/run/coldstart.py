@@ -25,7 +25,9 @@ parallel op, and one forked after XLA started inherits its compilation cache.
 ``fn`` must be a module-level function (it is sent by reference) whose
 arguments and result pickle; the child takes the caller's ``sys.path``
 before it unpickles them, so ``fn`` may live wherever the caller imported it
-from. An exception ``fn`` raises comes back as a ``FreshProcessError`` with
+from. Its temporary files go in a folder the caller makes and removes
+(``xdb-fresh-*``), so a process killed (a timeout, Ctrl-C) leaves none
+behind. An exception ``fn`` raises comes back as a ``FreshProcessError`` with
 its first line, as do a crash and a timeout. As with every start method of
 ``multiprocessing`` but fork, a script calling this must guard its entry
 point (``if __name__ == "__main__":``).
@@ -33,11 +35,15 @@ point (``if __name__ == "__main__":``).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import statistics
 import sys
+import tempfile
 import traceback
 from typing import Any, Callable, Hashable
+
+from benchmarks.run import signals
 
 # What the server imports before forking: the expensive imports every child
 # needs (a module missing here is skipped by the server, not an error).
@@ -55,10 +61,13 @@ def _context():
     return ctx
 
 
-def _child(conn, sys_path, payload: bytes) -> None:
+def _child(conn, sys_path, payload: bytes, tmp: str) -> None:
     # Plain pickle, by value, both ways: torch's multiprocessing reducers
     # would send tensors as file descriptors that die with this process.
     try:
+        # The caller's folder: what this process leaves goes when the caller
+        # removes it, even if this process is killed (a timeout, Ctrl-C).
+        os.environ["TMPDIR"] = tempfile.tempdir = tmp
         sys.path[:] = sys_path
         fn, args = pickle.loads(payload)
         data = pickle.dumps(("ok", fn(*args)))
@@ -72,13 +81,20 @@ def _child(conn, sys_path, payload: bytes) -> None:
 
 def in_fresh_process(fn: Callable, *args, timeout: float = 900.0, fork: bool = False) -> Any:
     """``fn(*args)`` in a fresh process (see the module's docstring)."""
+    with tempfile.TemporaryDirectory(prefix="xdb-fresh-") as tmp:
+        return _in_fresh_process(fn, args, timeout, fork, tmp)
+
+
+def _in_fresh_process(fn: Callable, args: tuple, timeout: float, fork: bool, tmp: str) -> Any:
     ctx = multiprocessing.get_context("fork") if fork else _context()
     receive, send = ctx.Pipe(duplex=False)
     payload = pickle.dumps((fn, args))
-    process = ctx.Process(target=_child, args=(send, list(sys.path), payload))
-    process.start()
+    process = ctx.Process(target=_child, args=(send, list(sys.path), payload, tmp))
+    with signals.deferred():  # a Ctrl-C raised in the fork's hooks would be dropped
+        process.start()
     send.close()
     try:
+        signals.check()  # one that came during the fork: the process is killed below
         if not receive.poll(timeout):
             raise FreshProcessError(f"no result after {timeout:g} s")
         try:

@@ -8,6 +8,17 @@ hang past ``--timeout``, flood its output) becomes rows with a status; the
 run goes on. With ``--resume``, experiments already in the CSV (the same
 ``store.experiment_key``: model, backend and every setting) are skipped,
 so a training run resumed on an inference CSV runs its training rows.
+
+Nothing lost: ``Output`` says where a run writes. A run that replaces an
+earlier one's files (``--overwrite``) writes beside them
+(``store.partial_path``) and swaps its files in only once it has finished
+(``Output.commit``); stopped before that (Ctrl-C, SIGTERM, a crash, a kill),
+the earlier files stay whole and the new rows stay beside them, named.
+SIGTERM ends a run as Ctrl-C does (``benchmarks.run.signals``): rows
+kept, the worker killed, its temporary folder removed. A worker's
+temporary files (its own, its cold-start processes', the compilers') all go
+in its temporary folder (``TMPDIR``), which the parent removes however the
+worker ends.
 """
 from __future__ import annotations
 
@@ -18,16 +29,61 @@ import signal
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
 from benchmarks.results import store
-from benchmarks.run import rows
+from benchmarks.run import rows, signals
 from benchmarks.run.config import RunConfig
 
 
 WORKER = ("-m", "benchmarks.run.worker")  # python's arguments before the job's
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a run's files go: ``final``, its output; ``writing``, where it
+    writes them until it has finished (``final`` itself, or beside it when
+    an earlier run's files there are to be replaced)."""
+
+    final: Path
+    writing: Path
+
+    @classmethod
+    def start(cls, csv_path: Path, overwrite: bool) -> "Output":
+        """The output of a run to ``csv_path``; with ``overwrite`` and an
+        earlier run's files there, written beside them (an earlier
+        interrupted run's partial files are replaced)."""
+        if overwrite and store.has_outputs(csv_path):
+            staged = store.partial_path(csv_path)
+            store.clear_outputs(staged)
+            return cls(csv_path, staged)
+        if overwrite:
+            store.clear_outputs(csv_path)  # a stray logs folder
+        return cls(csv_path, csv_path)
+
+    @property
+    def staged(self) -> bool:
+        return self.writing != self.final
+
+    def commit(self) -> None:
+        """The run finished: its files take the output's names."""
+        if self.staged:
+            store.replace_outputs(self.final, self.writing)
+
+    def stopped(self, why: str) -> str:
+        """The line a run stopped by ``why`` ends with: what it kept where."""
+        path = self.writing
+        count = len(store.read_rows(path)) if path.exists() else 0
+        rows = f"{count} row is" if count == 1 else f"{count} rows are"
+        if not self.staged:
+            return (f"{why}; this run's {rows} kept in {path}, with their report "
+                    "(rerun with --resume to complete it)")
+        return (f"{why}; the earlier run's files are kept as they were ({self.final}); this run's "
+                f"{rows} beside them in {path}, with their report (complete it with "
+                f"--output {path} --resume)")
 
 
 def run(config: RunConfig) -> Path:
@@ -105,12 +161,15 @@ def run_isolated(config: RunConfig, name: str) -> rows.ModelResult:
             # The child's output goes to a file, never a pipe: a model that
             # floods stdout cannot block on a pipe nobody reads.
             # Unbuffered (-u): a worker killed for its time keeps what it printed.
-            proc = subprocess.Popen(
-                [sys.executable, "-u", *WORKER, str(job), str(out)],
-                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=_die_with_parent,
-            )
+            # TMPDIR: whatever the worker and its children leave goes with tmp.
+            with signals.deferred():  # a Ctrl-C raised in the fork's hooks would be dropped
+                proc = subprocess.Popen(
+                    [sys.executable, "-u", *WORKER, str(job), str(out)],
+                    stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True, preexec_fn=_die_with_parent, env={**os.environ, "TMPDIR": tmp},
+                )
             try:
+                signals.check()  # one that came during the fork stops the run here
                 code = proc.wait(timeout=config.timeout)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
@@ -119,8 +178,8 @@ def run_isolated(config: RunConfig, name: str) -> rows.ModelResult:
                 log_file.flush()
                 _keep_log(config, name, log)
                 return rows.failed(config, base, "timeout", why)
-            except KeyboardInterrupt:
-                _kill_group(proc)  # its own session: Ctrl-C reached only us
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM (Terminated)
+                _kill_group(proc)  # its own session: the signal reached only us
                 raise
         # The worker writes its result last, in one rename: if it is there, the
         # rows are whole, whatever the exit code says. (torch_xla's exit handler
