@@ -8,10 +8,10 @@ does the work:
    of the last K complete nights pooled; partial nights are never used;
 2. ``compare.compare`` of tonight against it; tonight's absent rows are
    ``missing`` when tonight is partial (``night.json``);
-3. when rows are ``slower``, those experiments alone are measured again in
-   this job with the night's runner settings (``remeasure``) and compared
-   with the same baseline; a row stays slower only if the re-run agrees
-   (``compare.confirm``);
+3. when rows are ``slower`` or ``new failure``, those experiments alone are
+   measured again in this job with the night's runner settings
+   (``remeasure``) and compared with the same baseline; a row stays slower
+   (failing) only if the re-run agrees (``compare.confirm``);
 4. ``compare.md``, ``compare.json`` and ``compare.png`` beside the night,
    the markdown also appended to ``$GITHUB_STEP_SUMMARY`` when set.
 
@@ -81,7 +81,7 @@ Remeasure = Callable[[Night, Sequence, Path], str]
 
 def _confirmed(comparison: compare.Comparison, baseline: history.Baseline, night: Night,
                policy: Policy, remeasure: Remeasure | None) -> compare.Comparison:
-    slower = [row.key for row in comparison.rows if row.mark == compare.SLOWER]
+    slower = [row.key for row in comparison.rows if row.mark in compare.RECHECKED]
     if not slower:
         return comparison
     if remeasure is None:

@@ -90,7 +90,7 @@ NOT_COMPARABLE = "not comparable"
 ADDED = "added"
 REMOVED = "removed"
 MISSING = "missing"  # absent from a run known to be partial (a lost shard)
-UNCONFIRMED = "unconfirmed"  # slower, but a re-run of it was not (see confirm)
+UNCONFIRMED = "unconfirmed"  # slower or newly failing, but a re-run of it was not (see confirm)
 
 # Summary order: what needs attention first.
 MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTER, FIXED, NO_CHANGE,
@@ -154,7 +154,8 @@ class RowComparison:
 
 @dataclass(frozen=True)
 class Confirmation:
-    """How the ``slower`` rows of a comparison were re-measured (``confirm``):
+    """How the ``slower`` and ``new failure`` rows of a comparison were
+    re-measured (``confirm``):
     how many, how many the re-run confirmed, and the verdict before it.
     ``note`` says why none were re-measured, or what went wrong."""
 
@@ -168,7 +169,7 @@ class Confirmation:
     def describe(self) -> str:
         if not self.rerun:
             return f"no re-run ({self.note})" if self.note else "no re-run"
-        text = (f"{self.rerun} slower row(s) re-measured in a re-run: {self.confirmed} confirmed, "
+        text = (f"{self.rerun} slower or newly failing row(s) re-measured in a re-run: {self.confirmed} confirmed, "
                 f"{self.unconfirmed} not (verdict before the re-run: {self.verdict_before})")
         return f"{text}; {self.note}" if self.note else text
 
@@ -471,25 +472,45 @@ def nothing_compared(comparison: Comparison) -> bool:
     return not any(row.mark in COMPARED for row in comparison.rows)
 
 
+RECHECKED = (SLOWER, NEW_FAILURE)  # the marks a confirmation re-run settles
+
+
 def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "") -> Comparison:
-    """``comparison`` with each ``slower`` row settled by a re-measurement.
+    """``comparison`` with each ``slower`` and ``new failure`` row settled
+    by a re-measurement.
 
     ``rerun`` compares a re-run of those experiments (same settings, same
     job) with the same baseline.  A row stays ``slower`` only when the
     re-run finds it slower too; it becomes ``unconfirmed`` when the re-run
-    finds no change (or faster).  A re-run that could not judge the row
-    (it failed, had too few samples, is absent, or ``rerun`` is None) leaves
-    it ``slower``: a regression is never waved through unmeasured.
+    finds no change (or faster).  A new failure stays one when the re-run
+    fails too; when the re-run passes it is ``unconfirmed`` (a flaky
+    timeout), or ``slower`` if the re-run is significantly slower.  A re-run
+    that could not judge the row (it is absent, or ``rerun`` is None) leaves
+    it as it was: a regression is never waved through unmeasured.
     ``note`` says why there was no re-run, or what went wrong with it.
     """
     again = {row.key: row for row in rerun.rows} if rerun is not None else {}
     rows, confirmed, unconfirmed = [], 0, 0
     for row in comparison.rows:
-        if row.mark != SLOWER:
+        if row.mark not in RECHECKED:
             rows.append(row)
             continue
         second = again.get(row.key)
         measured = f"{_change_cell(second.change)}, p {_p_cell(second.p_value)}" if second else ""
+        if row.mark == NEW_FAILURE:
+            if second is None or second.mark == NEW_FAILURE:
+                confirmed += second is not None
+                settled = "confirmed by a re-run" if second is not None else "not settled (no re-run of it)"
+                rows.append(replace(row, note=_joined(row.note, settled)))
+            elif second.mark == SLOWER:
+                confirmed += 1
+                rows.append(replace(second, note=_joined(second.note, "failed in the night; a re-run ran "
+                                                                     f"it and found it slower ({measured})")))
+            else:
+                unconfirmed += 1
+                rows.append(replace(row, mark=UNCONFIRMED,
+                                    note=_joined(row.note, f"a re-run ran it: {second.mark} ({measured})")))
+            continue
         if second is not None and second.mark == SLOWER:
             confirmed += 1
             rows.append(replace(row, note=_joined(row.note, f"confirmed by a re-run ({measured})")))
@@ -500,7 +521,7 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "") ->
         else:
             why = f"the re-run: {second.mark}" if second is not None else "no re-run of it"
             rows.append(replace(row, note=_joined(row.note, f"not settled ({why})")))
-    tried = sum(1 for row in comparison.rows if row.mark == SLOWER) if rerun is not None else 0
+    tried = sum(1 for row in comparison.rows if row.mark in RECHECKED) if rerun is not None else 0
     result = Confirmation(rerun=tried, confirmed=confirmed, unconfirmed=unconfirmed,
                           verdict_before=verdict(comparison), exit_code_before=exit_code(comparison),
                           note=note)
@@ -617,7 +638,8 @@ def rule(comparison: Comparison) -> str:
     fails = [m for m in MARKS if m in comparison.gating_marks]
     confirmed = (
         " A slower row was re-measured in a re-run of it and stays slower only if the re-run is "
-        "slower too (else: unconfirmed)." if comparison.confirmation and comparison.confirmation.rerun
+        "slower too, a new failure only if the re-run fails too (else: unconfirmed)."
+        if comparison.confirmation and comparison.confirmation.rerun
         else "")
     return (
         f"ratio = backend/baseline latency of the same repeat (paired within a run, so drift "
