@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from benchmarks import nightly
@@ -250,6 +251,47 @@ def test_a_rerun_that_cannot_run_leaves_the_row_slower(tmp_path):
     assert "does not record the runner's settings" in _verdict(root, DATES[3])["confirmation"]["note"]
 
 
+def _timed_out(tmp_path):
+    """Three steady nights, then one where m1 on DRIFT timed out."""
+    root = _regressed(tmp_path)
+    _write_night(tmp_path / "_night", DATES[3], {DRIFT: 0.8, STEADY: 0.9}, seed=3)
+    csv_path = root / DATES[3] / "performance.csv"
+    rows = pd.read_csv(tmp_path / "_night" / DATES[3] / "performance.csv")
+    flaky = (rows["name"] == "m1") & (rows["backend"] == DRIFT)
+    rows.loc[flaky, ["status", "speedup", "abs_latency"]] = ["timeout", np.nan, np.nan]
+    rows.to_csv(csv_path, index=False)
+    samples = store.samples_path(tmp_path / "_night" / DATES[3] / "performance.csv").read_text().splitlines()
+    store.samples_path(csv_path).write_text("".join(
+        line + "\n" for line in samples if not ('"m1"' in line and f'"{DRIFT}"' in line)))
+    return root
+
+
+def test_a_new_failure_the_rerun_does_not_reproduce_is_unconfirmed(tmp_path):
+    calls = []
+    root = _timed_out(tmp_path)
+    assert compare.exit_code(compare.compare(root / DATES[2] / "performance.csv",
+                                             root / DATES[3] / "performance.csv")) == 1  # before the re-run
+    assert gate.run(root, DATES[3], gate.Policy(), remeasure=_remeasuring(0.8, calls)) == 0
+    assert calls == [[("m1", DRIFT)]]
+    verdict = _verdict(root, DATES[3])
+    row = next(r for r in verdict["rows"] if (r["name"], r["backend"]) == ("m1", DRIFT))
+    assert row["mark"] == compare.UNCONFIRMED and "a re-run ran it: no change" in row["note"]
+    assert verdict["confirmation"]["verdict_before"].startswith("FAIL (1 new failure")
+
+
+def test_a_new_failure_the_rerun_reproduces_fails(tmp_path):
+    root = _timed_out(tmp_path)
+
+    def failing_again(night, keys, out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(night.csv, out)
+        return ""
+
+    assert gate.run(root, DATES[3], gate.Policy(), remeasure=failing_again) == 1
+    row = next(r for r in _verdict(root, DATES[3])["rows"] if (r["name"], r["backend"]) == ("m1", DRIFT))
+    assert row["mark"] == compare.NEW_FAILURE and "confirmed by a re-run" in row["note"]
+
+
 def test_the_rerun_repeats_the_nights_settings_a_model_at_a_time(tmp_path, monkeypatch):
     from benchmarks import cli
 
@@ -310,6 +352,43 @@ def test_only_partial_earlier_nights_pass_loudly(tmp_path):
     assert _gate(tmp_path, DATES[1]) == 0
     text = (tmp_path / DATES[1] / "compare.md").read_text()
     assert text.startswith("# NO BASELINE") and "partial: shard 3 of 4 lost" in text
+
+
+def test_an_ad_hoc_night_is_never_a_baseline(tmp_path):
+    """A dispatched night (one model, night.json kind ad-hoc) between two
+    scheduled ones: the third is judged against the first alone, and m2
+    is not "added"; pinning the ad-hoc night is refused."""
+    _write_night(tmp_path, DATES[0], {DRIFT: 0.8})
+    _write_night(tmp_path, DATES[1], {DRIFT: 0.8}, models=("m1",))
+    write_json(tmp_path / DATES[1] / NIGHT_FILE, {"partial": "", "kind": "ad-hoc"})
+    _write_night(tmp_path, DATES[2], {DRIFT: 0.8})
+    assert _gate(tmp_path, DATES[2]) == 0
+    verdict = _verdict(tmp_path, DATES[2])
+    assert f"pooled, {DATES[0]} " in verdict["baseline"] and f"{DATES[1]} (ad-hoc" in verdict["baseline"]
+    assert "added" not in {row["mark"] for row in verdict["rows"]}
+    assert _gate(tmp_path, DATES[2], "--pin", DATES[1]) == 2
+
+
+@pytest.mark.parametrize("env, kind", [({"GITHUB_EVENT_NAME": "schedule", "NIGHTLY_KIND": "ad-hoc"}, "scheduled"),
+                                       ({"GITHUB_EVENT_NAME": "workflow_dispatch"}, "ad-hoc"),
+                                       ({"NIGHTLY_KIND": "ad-hoc"}, "ad-hoc"), ({}, "scheduled")])
+def test_the_merge_records_how_the_night_started(tmp_path, monkeypatch, env, kind):
+    for name in ("GITHUB_EVENT_NAME", "NIGHTLY_KIND"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    _shard_night(tmp_path, DATES[0], 0, [0, 1])
+    assert Night.read(tmp_path / DATES[0]).kind == kind
+
+
+def test_an_unknown_night_kind_is_bad_input(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("GITHUB_EVENT_NAME", raising=False)
+    monkeypatch.setenv("NIGHTLY_KIND", "nightly")
+    full = _write_night(tmp_path / "_full", DATES[0], {DRIFT: 0.8})
+    (tmp_path / DATES[0] / "shards").mkdir(parents=True)
+    shutil.copy(full, tmp_path / DATES[0] / "shards" / "shard-0.csv")
+    assert nightly.main(["merge", "--root", str(tmp_path), "--date", DATES[0]]) == 2
+    assert "NIGHTLY_KIND='nightly'" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------

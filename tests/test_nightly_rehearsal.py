@@ -12,7 +12,10 @@ to job, a re-run job, the results branch on an origin repository.
 """
 from __future__ import annotations
 
+import csv
 import datetime
+import functools
+import io
 import json
 import shutil
 import time
@@ -25,7 +28,7 @@ from gha_runner import JobRecord, Run, branch_files, push_night
 from gha_workspace import make_origin, needs_root
 from test_nightly import split_into_shards
 
-from benchmarks.results import store
+from benchmarks.results import compare, store
 
 ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = ROOT / ".github" / "workflows" / "nightly.yml"
@@ -47,11 +50,12 @@ def _explain(run: Run) -> str:
     return "\n\n".join(f"=== {name}: {job.result}\n{job.log()[-4000:]}" for name, job in run.jobs.items())
 
 
-def fixture_shards(run: Run, contexts: dict) -> JobRecord:
-    """The shard jobs' artifacts, from the fixtures' new run split in two."""
+def fixture_shards(run: Run, contexts: dict, source: Path = FIXTURES / "new.csv") -> JobRecord:
+    """The shard jobs' artifacts, from a run (the fixtures' new one) split
+    into the plan's count."""
     count = int(contexts["needs"]["plan"]["outputs"]["count"])
     staging = run.folder / "fixture-shards"
-    split_into_shards(FIXTURES / "new.csv", staging, shards=count)
+    split_into_shards(source, staging, shards=count)
     for index in range(count):
         artifact = run.artifact(f"shard-{index}")
         for path in staging.glob(f"shard-{index}.*"):
@@ -207,3 +211,74 @@ def test_two_nights_from_scratch(tmp_path, origin):
     assert "2 nights" in (tmp_path / "night2" / "pages" / "index.html").read_text()
     print(f"\nrehearsal wall time: night 1 {walls[0]:.0f} s, night 2 {walls[1]:.0f} s")
 
+
+
+def _days_ago(days: int) -> str:
+    return (datetime.datetime.now(datetime.timezone.utc).date() - datetime.timedelta(days=days)).isoformat()
+
+
+def _edited_run(source: Path, dest: Path, keep=lambda row: True, failing: str = "") -> Path:
+    """A copy of the run ``source`` with only the rows ``keep`` accepts, and
+    model ``failing`` failing to run (no speedup, no samples)."""
+    reader = csv.DictReader(io.StringIO(source.read_text()))
+    rows = [r for r in reader if keep(r)]
+    for row in rows:
+        if row["name"] == failing:
+            row.update(status="fail_to_run", speedup="", abs_latency="", speedup_ci_low="", speedup_ci_high="",
+                       error="RuntimeError: boom")
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=reader.fieldnames, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(out.getvalue())
+    names = {r["name"] for r in rows} - {failing}
+    samples = [line for line in store.samples_path(source).read_text().splitlines()
+               if json.loads(line)["name"] in names]
+    store.samples_path(dest).write_text("".join(line + "\n" for line in samples))
+    return dest
+
+
+def test_an_ad_hoc_dispatch_is_never_the_next_nights_baseline(tmp_path, origin):
+    """Scheduled night 1; an ad-hoc dispatch (one model) on night 2;
+    scheduled night 3 with resnet18 newly failing: night 3 is judged against
+    night 1, passing night 2 over, and reports resnet18 as a new failure
+    (against night 2 it would be "added").  The ad-hoc night is published,
+    marked so, and a dispatch never replaces a scheduled night of its date."""
+    first, second, third = _days_ago(2), _days_ago(1), _today()
+    push_night(origin, BRANCH, {f"{first}/performance.csv": FIXTURES / "old.csv",
+                                f"{first}/performance.jsonl": FIXTURES / "old.jsonl"}, tmp_path / "before")
+    only_alexnet = _edited_run(FIXTURES / "new.csv", tmp_path / "alexnet" / "run.csv",
+                               keep=lambda row: row["name"] == "alexnet")
+    dispatch = Run(NIGHTLY, origin, tmp_path / "night2", event="workflow_dispatch", run_id=2,
+                   inputs={"date": second, "filter": "^alexnet$", "shards": 1})
+    dispatch.run_all(stand_ins={"shard": functools.partial(fixture_shards, source=only_alexnet)})
+    assert dispatch.jobs["publish"].result == "success", _explain(dispatch)
+    published = json.loads(gha_runner.git("show", f"{BRANCH}:{second}/night.json", cwd=origin).stdout)
+    assert published["kind"] == "ad-hoc"
+    assert "ad-hoc" in (dispatch.pages / "index.html").read_text()
+
+    failing = _edited_run(FIXTURES / "new.csv", tmp_path / "failing" / "run.csv", failing="resnet18")
+    scheduled = Run(NIGHTLY, origin, tmp_path / "night3", event="schedule", run_id=3,
+                    variables={"NIGHTLY_SHARDS": "2"})
+    scheduled.run_all(stand_ins={"shard": functools.partial(fixture_shards, source=failing)})
+    explain = _explain(scheduled)
+    gate = scheduled.jobs["merge"].step("Gate against the previous night").log
+    assert f"complete night(s) pooled, {first} " in gate and f"{second} (ad-hoc" in gate, explain
+    verdict = json.loads((scheduled.artifacts / f"nightly-{third}" / "nightly" / third / "compare.json").read_text())
+    marks = {(row["name"], row["backend"]): row["mark"] for row in verdict["rows"]}
+    assert {mark for (name, _), mark in marks.items() if name == "resnet18"} == {"new failure"}, marks
+    # Only what night 1 lacked is "added": not every model night 2 did not run.
+    direct = compare.compare(FIXTURES / "old.csv", failing)
+    assert ({(r.key.name, r.key.backend) for r in direct.rows if r.mark == compare.ADDED}
+            == {key for key, mark in marks.items() if mark == "added"}), marks
+
+    # A dispatch of night 3's date afterwards: it runs and is judged, but the
+    # scheduled night 3 stays on the branch as it was.
+    before = gha_runner.git("show", f"{BRANCH}:{third}/performance.csv", cwd=origin).stdout
+    again = Run(NIGHTLY, origin, tmp_path / "night3-dispatch", event="workflow_dispatch", run_id=4,
+                inputs={"filter": "^alexnet$", "shards": 1})
+    again.run_all(stand_ins={"shard": functools.partial(fixture_shards, source=only_alexnet)})
+    assert again.jobs["publish"].result == "success", _explain(again)
+    assert "does not replace it" in again.jobs["publish"].log()
+    assert gha_runner.git("show", f"{BRANCH}:{third}/performance.csv", cwd=origin).stdout == before

@@ -7,6 +7,7 @@ shards (``merge``) or run in one go: the shards the plan expected, those merged,
 lost or unfinished, the models that were planned but have no row, and the
 runner settings (what a confirmation re-run repeats).  A night is *partial*
 when a shard is lost or did not finish; a partial night is never a baseline,
+nor is an ad-hoc one (``night.json``'s ``kind``: a dispatch, not the schedule),
 and the rows it lacks are ``missing`` in its own comparison, not removed.  A
 night without ``night.json`` (written before the file existed) counts as
 complete: nothing says otherwise.
@@ -15,7 +16,7 @@ Baselines (``choose_baseline``), in the order they are asked for:
 
 * ``--previous CSV``: that run alone;
 * ``--pin DATE``: that night alone (it must be complete);
-* by default the last ``K`` complete nights before tonight, pooled: per
+* by default the last ``K`` complete scheduled nights before tonight, pooled: per
   experiment, the paired backend/baseline ratios of those nights are put
   together (``pairing.load_baseline``), so its median is the median ratio
   over K nights and Mann-Whitney still compares raw samples.  One noisy night
@@ -93,6 +94,8 @@ def _why_unusable(night: Night) -> str:
     """Why an earlier night cannot be a baseline (``""``: it can)."""
     if night.partial:
         return f"partial: {night.partial}"
+    if night.ad_hoc:
+        return "ad-hoc: not the nightly's default plan"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a torn last line: the rest is still a run

@@ -9,6 +9,7 @@ unfinished, the models that were planned but have no row, and the runner
 settings (what a confirmation re-run repeats).  A shard is *lost* when it
 left no CSV, *unfinished* when its record says its runner did not finish;
 either makes the night partial, and a partial night is never a baseline.
+The record also says how the night started (``kind``, ``night.night_kind``).
 """
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from benchmarks.nightly.night import (NIGHT_FILE, RESULT, SHARD_CSV, SHARD_META, SHARDS_DIR, night_dir,
-                                      read_json, update_json)
+from benchmarks.nightly.night import (NIGHT_FILE, RESULT, SCHEDULED, SHARD_CSV, SHARD_META, SHARDS_DIR,
+                                      night_dir, night_kind, read_json, update_json)
 from benchmarks.nightly.plan import shards_arg
 from benchmarks.nightly.shard import planned_models
 from benchmarks.results import merge as merge_rows
@@ -135,7 +136,14 @@ def record_night(root: Path, date: str, records: dict[int, dict], merged: list[i
     lost = [i for i in range(count or 0) if i not in merged]
     planned = {i: planned_models(runner, count, i) or [] for i in lost} if runner and count else {}
     record = night_record(date, records, merged, set(rows["name"].dropna()), expected, planned)
+    try:
+        record["kind"] = night_kind(os.environ)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     update_json(folder / NIGHT_FILE, record)
+    if record["kind"] != SCHEDULED:
+        print(f"nightly: {date} is an ad-hoc night (not the schedule's): never a baseline, never "
+              "published over a scheduled night", file=sys.stderr)
     if record["partial"]:
         print(f"nightly: PARTIAL NIGHT {date}: {record['partial']}; it will never be a baseline",
               file=sys.stderr)

@@ -38,6 +38,12 @@ STATE_FILE = ".history.json"
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SHARD_CSV = re.compile(r"^shard-(\d+)\.csv$")
 SHARD_META = re.compile(r"^shard-(\d+)\.json$")
+# How a night started (night.json's "kind"): the nightly's default plan on
+# its schedule, or an ad-hoc run (a dispatch with whatever filter, backends
+# or repeats it was given), which is never a baseline or anyone's previous
+# night.  A night recorded without a kind ran before kinds were: scheduled.
+SCHEDULED, AD_HOC = "scheduled", "ad-hoc"
+KINDS = (SCHEDULED, AD_HOC)
 # What a night keeps on the results branch (shard files and worker logs go to
 # the run's artifacts only).
 PUBLISHED = (RESULT, "performance.jsonl", REPORT, "performance.png", "performance_graph_breaks.csv",
@@ -75,6 +81,21 @@ def date_arg(text: str) -> str:
     if not DATE.match(text):
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}")
     return text
+
+
+def night_kind(env: Mapping[str, str]) -> str:
+    """How this night started.  On GitHub the event says it
+    (``GITHUB_EVENT_NAME``: ``schedule`` runs the default plan, whatever the
+    repository's variables set; anything else is ad-hoc); elsewhere
+    ``NIGHTLY_KIND`` (default scheduled: a cluster's cron).  ``ValueError``
+    on a kind that is neither."""
+    event = env.get("GITHUB_EVENT_NAME", "").strip()
+    if event:
+        return SCHEDULED if event == "schedule" else AD_HOC
+    kind = env.get("NIGHTLY_KIND", "").strip() or SCHEDULED
+    if kind not in KINDS:
+        raise ValueError(f"NIGHTLY_KIND={kind!r}: must be {' or '.join(KINDS)}")
+    return kind
 
 
 # --------------------------------------------------------------------------
@@ -168,6 +189,15 @@ class Night:
         """The runner settings the night ran with (``{}``: unknown)."""
         value = self.meta.get("runner")
         return value if isinstance(value, dict) else {}
+
+    @property
+    def kind(self) -> str:
+        """``scheduled`` or ``ad-hoc`` (see ``night_kind``)."""
+        return AD_HOC if self.meta.get("kind") == AD_HOC else SCHEDULED
+
+    @property
+    def ad_hoc(self) -> bool:
+        return self.kind == AD_HOC
 
     @property
     def verdict(self) -> str | None:

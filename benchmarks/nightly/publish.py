@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.nightly.night import DATE, PUBLISHED, RESULT, night_dir, write_state
+from benchmarks.nightly.night import DATE, NIGHT_FILE, PUBLISHED, RESULT, Night, night_dir, write_state
 from benchmarks.usage import UsageError
 
 RESULTS_BRANCH = "nightly-results"
@@ -94,13 +95,36 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+def published_night(root: Path, date: str) -> Night | None:
+    """The night ``date`` as the results branch (checked out as ``root``)
+    holds it, whatever the files in the worktree now say; None when absent."""
+    if _git("cat-file", "-e", f"HEAD:{date}/{RESULT}", cwd=root, check=False).returncode != 0:
+        return None
+    shown = _git("show", f"HEAD:{date}/{NIGHT_FILE}", cwd=root, check=False)
+    try:
+        meta = json.loads(shown.stdout) if shown.returncode == 0 else {}
+    except ValueError:
+        meta = {}
+    return Night(date, root / date, meta if isinstance(meta, dict) else {})
+
+
 def publish(args: argparse.Namespace) -> int:
     """Commit the night's merged files (not its shards or logs) to the
-    results branch and push them."""
+    results branch and push them.  An ad-hoc night never replaces a
+    scheduled one of the same date."""
     tonight = night_dir(args.root, args.date)
     files = [f"{args.date}/{name}" for name in PUBLISHED if (tonight / name).is_file()]
     if RESULT not in {Path(f).name for f in files}:
         raise UsageError(f"{tonight / RESULT} not found: nothing to publish")
+    try:
+        night = Night.read(tonight)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    there = published_night(args.root, args.date)
+    if night.ad_hoc and there is not None and not there.ad_hoc:
+        print(f"nightly: {args.branch} holds the scheduled night {args.date}; this ad-hoc run does not "
+              "replace it: nothing published", file=sys.stderr)
+        return 0
     _git("add", "--", *files, cwd=args.root)
     if _git("diff", "--cached", "--quiet", cwd=args.root, check=False).returncode == 0:
         print(f"nightly: {args.date} is already on {args.branch} as it is; nothing to publish",

@@ -39,11 +39,14 @@ def reference_night(night: Night, dates: Sequence[str]) -> int | None:
 
 def gate_pair(nights: Sequence[Night], index: int) -> tuple[int, int] | None:
     """The two nights a failed gate is shown with: its reference night when
-    its compare.json names one, else the night before."""
+    its compare.json names one, else the scheduled night before (an ad-hoc
+    night is nobody's previous night)."""
     if not index:
         return None
     ref = reference_night(nights[index], [n.date for n in nights])
-    return (ref if ref is not None and ref < index else index - 1, index)
+    if ref is None or ref >= index:
+        ref = next((i for i in range(index - 1, -1, -1) if not nights[i].ad_hoc), index - 1)
+    return ref, index
 
 
 def _ratio(value) -> str:

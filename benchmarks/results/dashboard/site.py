@@ -134,7 +134,9 @@ def nights_table(nights: Sequence[Night], data: dict, links: dict[str, dict[str,
     rows = []
     for index in reversed(range(len(nights))):  # newest first
         night = nights[index]
-        cells = [html.escape(night.date), html.escape(night.verdict or "-"), night_links(data, index)]
+        date = html.escape(night.date) + (' <span class="ad-hoc" title="dispatched with its own settings: '
+                                          'never a baseline">ad-hoc</span>' if night.ad_hoc else "")
+        cells = [date, html.escape(night.verdict or "-"), night_links(data, index)]
         for kind in LINKED:
             href = links.get(night.date, {}).get(kind)
             cells.append(f'<a href="{html.escape(href)}">{kind}</a>' if href else "-")
