@@ -200,10 +200,43 @@ def test_nightly_shape():
     assert jobs["merge"]["needs"] == ["plan", "shard"]
     assert "!cancelled()" in jobs["merge"]["if"]  # a failed shard is still merged and gated
     merge_runs = [step["run"] for step in jobs["merge"]["steps"] if "run" in step]
-    assert merge_runs == ["make install", "make nightly-history", "make nightly-merge", "make nightly-gate",
+    assert merge_runs == ["make install", "make torchbench-install", "make nightly-history", "make nightly-merge", "make nightly-gate",
                           "make nightly-summary", "make dashboard"]
     shard_runs = [step["run"] for step in jobs["shard"]["steps"] if "run" in step]
     assert shard_runs == ["make install", "make torchbench-install", "make nightly-shard"]
+
+
+def test_the_venv_cache_is_keyed_on_the_exact_interpreter_and_the_suite():
+    """A cached venv's python is a link into the tool cache of the Python
+    that made it: its key names that exact version (setup-python's output),
+    and in the nightly the suite, whose TorchBench install pins packages of
+    its own into the venv."""
+    caches = 0
+    for path in FILES:
+        for name, job in _load(path)["jobs"].items():
+            steps = job.get("steps", [])
+            setup = [s for s in steps if s.get("uses", "").startswith("actions/setup-python@")]
+            for cache in (s for s in steps if s.get("uses", "").startswith("actions/cache@")):
+                caches += 1
+                assert setup and setup[0].get("id"), (path.name, name)
+                key = cache["with"]["key"]
+                assert f"${{{{ steps.{setup[0]['id']}.outputs.python-version }}}}" in key, (path.name, name, key)
+                if path.name == "nightly.yml":
+                    assert "${{ env.NIGHTLY_SUITE }}" in key, (name, key)
+    assert caches == 3
+
+
+def test_the_gate_can_re_run_torchbench_models():
+    """The merge job checks TorchBench out and installs its models as the
+    shards do, where the night's recorded flags point the re-run."""
+    jobs = _load(WORKFLOWS / "nightly.yml")["jobs"]
+
+    def torchbench_steps(job):
+        return [{k: v for k, v in s.items() if k in ("if", "with", "run")} for s in jobs[job]["steps"]
+                if "pytorch/benchmark" in str(s.get("with", {}).get("repository", "")) or
+                s.get("run") == "make torchbench-install"]
+
+    assert len(torchbench_steps("merge")) == 2 and torchbench_steps("merge") == torchbench_steps("shard")
 
 
 def test_only_the_publish_job_can_write_and_it_installs_nothing():
