@@ -2,6 +2,8 @@
 steady speedup, cold first call, peak memory and pass rate, each judged
 against baseline nights and named in its verdict with its paired ratio and
 interval."""
+import re
+
 import numpy as np
 import pytest
 
@@ -28,8 +30,8 @@ def _row_and_records(name, *, ratio=0.8, first_call=(1.5, 0.5), host_mb=(900.0, 
                  store.sample_record(name, BACKEND, "backend", timed, first_call_s=first_call[0], **keys)]
 
 
-def _night(folder, entries):
-    csv = folder / "run.csv"
+def _night(folder, entries, file="run.csv"):
+    csv = folder / file
     folder.mkdir(parents=True)
     rows = [_row_and_records(name, seed=n, **kw) for n, (name, kw) in enumerate(entries)]
     store.append_rows(csv, [r for r, _ in rows])
@@ -37,7 +39,7 @@ def _night(folder, entries):
     return csv
 
 
-def _baseline_nights(tmp_path):
+def _baseline_nights(tmp_path, file="run.csv"):
     """Three steady nights: first calls 1.4-1.6 s against 0.5 s, 900 MB against 800."""
     nights = []
     for day, jitter in enumerate((1.4, 1.5, 1.6)):
@@ -47,7 +49,7 @@ def _baseline_nights(tmp_path):
             ("grows", dict(host_mb=(900.0 + day, 800.0))),
             ("breaks", dict()),
             ("was_broken", dict(status="fail_to_run")),
-        ]))
+        ], file))
     return nights
 
 
@@ -198,3 +200,116 @@ def test_compare_refuses_a_bad_gate_configuration(history, tmp_path, capsys):
     assert main(["compare", str(olds[-1]), str(new), "--gate-config", str(config)]) == 2
     err = capsys.readouterr().err
     assert "policies.first_call.colour: unknown key" in err and len(err.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------
+# The nightly gate
+
+
+TONIGHT = "2026-01-04"
+
+
+def _slow_first_call_night(root):
+    """Baseline nights, then one where ``compiles`` takes 3 s to its first call
+    and ``grows`` peaks at 1200 MB; every model passes."""
+    _baseline_nights(root, "performance.csv")
+    entries = [("steady", {}), ("compiles", dict(first_call=(3.0, 0.5))), ("grows", dict(host_mb=(1200.0, 800.0))),
+               ("breaks", {}), ("was_broken", dict(status="fail_to_run"))]
+    _night(root / TONIGHT, entries, "performance.csv")
+    return entries
+
+
+def _remeasuring(entries, calls):
+    def remeasure(night, keys, out):
+        calls.append(sorted((k.name, k.backend) for k in keys))
+        wanted = {k.name for k in keys}
+        _night(out.parent, [(name, kw) for name, kw in entries if name in wanted], out.name)
+        return ""
+    return remeasure
+
+
+def test_the_gate_fails_a_night_on_a_confirmed_first_call_and_memory_regression(tmp_path, capsys):
+    import json
+
+    from benchmarks.nightly import gate
+
+    entries, calls = _slow_first_call_night(tmp_path), []
+    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=_remeasuring(entries, calls)) == 1
+    assert calls == [[("compiles", BACKEND), ("grows", BACKEND)]]  # one re-run for both policies
+    verdict = json.loads((tmp_path / TONIGHT / "compare.json").read_text())
+    assert verdict["verdict"] == "FAIL (failed policies: first_call, host_memory)"
+    assert verdict["exit_code"] == 1
+    by_policy = {p["policy"]: p for p in verdict["policies"]}
+    assert [by_policy[n]["verdict"] for n in ("speedup", "first_call", "host_memory", "pass_rate")] == [
+        "PASS", "FAIL", "FAIL", "PASS"]
+    [row] = by_policy["first_call"]["regressed"]
+    assert (row["name"], row["mark"]) == ("compiles", "slower") and "confirmed by a re-run" in row["note"]
+    assert (row["ratio"], row["low"], row["high"]) == pytest.approx((2.0, 3.0 / 1.6, 3.0 / 1.4))
+    markdown = (tmp_path / TONIGHT / "compare.md").read_text()
+    assert markdown.startswith("**Night: FAIL (failed policies: first_call, host_memory)**")
+    assert re.search(r"\| first_call +\| compiles +\| torchxla_trace_once +\| slower +\| 2.00x \[1.88, 2.14\] +\|",
+                     markdown), markdown
+    out = capsys.readouterr().out
+    assert out.startswith(f"night {TONIGHT}: FAIL (failed policies: first_call, host_memory)\n")
+    assert "first_call: FAIL" in out
+
+
+def test_a_first_call_regression_the_rerun_does_not_find_passes(tmp_path):
+    import json
+
+    from benchmarks.nightly import gate
+
+    _slow_first_call_night(tmp_path)
+    calm = [("compiles", dict(first_call=(1.5, 0.5))), ("grows", dict(host_mb=(900.0, 800.0)))]
+    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=_remeasuring(calm, [])) == 0
+    verdict = json.loads((tmp_path / TONIGHT / "compare.json").read_text())
+    assert verdict["verdict"] == "PASS"
+    by_policy = {p["policy"]: p for p in verdict["policies"]}
+    assert by_policy["first_call"]["verdict"] == "PASS" and by_policy["first_call"]["regressed"] == []
+    assert "1 unconfirmed" in by_policy["first_call"]["detail"]
+
+
+def test_without_a_rerun_a_first_call_regression_fails_the_night(tmp_path):
+    from benchmarks.nightly import gate
+
+    _slow_first_call_night(tmp_path)
+    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=None) == 1
+
+
+def test_a_policy_without_confirm_is_not_measured_again(tmp_path):
+    from benchmarks.nightly import gate
+
+    entries, calls = _slow_first_call_night(tmp_path), []
+    config = tmp_path / "gate.yaml"
+    config.write_text("policies:\n  speedup: {threshold: 0.05}\n  first_call: {threshold: 0.25, confirm: false}\n")
+    policy = gate.Policy(gate_config=str(config))
+    assert gate.run(tmp_path, TONIGHT, policy, remeasure=_remeasuring(entries, calls)) == 1
+    assert calls == []
+
+
+def test_the_gate_refuses_a_bad_gate_configuration(tmp_path, capsys):
+    from benchmarks import nightly
+
+    _slow_first_call_night(tmp_path)
+    config = tmp_path / "gate.yaml"
+    config.write_text("policies: {first_call: {threshold: 0.1, colour: red}}\n")
+    assert nightly.main(["gate", "--root", str(tmp_path), "--date", TONIGHT, "--gate-config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "colour: unknown key" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_dashboard_marks_a_nights_failed_policies(tmp_path):
+    from benchmarks.nightly import gate
+    from benchmarks.nightly.night import Night
+    from benchmarks.results.dashboard import pairs
+
+    entries = _slow_first_call_night(tmp_path)
+    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=_remeasuring(entries, [])) == 1
+    nights = [Night.read(tmp_path / f"2026-01-0{day}") for day in range(1, 5)]
+    panel = pairs.gate_failures_html(nights, {})
+    assert 'data-night="3"' in panel and "Failed policies: first_call, host_memory" in panel
+    assert "<td>first_call</td><td>compiles</td><td>torchxla_trace_once</td><td>slower</td>" \
+           "<td>2.00x [1.88, 2.14]</td>" in panel
+    assert "Its compare.json names no failing row" not in panel
+    # A night whose gate predates policies shows nothing more.
+    assert pairs.failed_policies_html({"verdict": "FAIL (1 slower)", "rows": []}) == ""

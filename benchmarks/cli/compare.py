@@ -147,7 +147,6 @@ def policy_verdicts(comparison, olds, news, config: str | None) -> list:
     by their own (``benchmarks.results.policies``)."""
     from benchmarks.results import policies
 
-    configured = policies.load_policies(config)
-    verdicts = policies.judge([p for p in configured if p.name != "speedup"], olds, news, speedup=comparison)
-    speedup = [policies.verdict_of(p, comparison) for p in configured if p.name == "speedup"]
-    return speedup + verdicts
+    configured = policies.with_speedup(policies.load_policies(config), comparison.threshold, comparison.alpha,
+                                       comparison.min_samples)
+    return policies.judge(configured, olds, news, speedup=comparison)

@@ -8,12 +8,19 @@ does the work:
    of the last K complete nights pooled; partial nights are never used;
 2. ``compare.compare`` of tonight against it; tonight's absent rows are
    ``missing`` when tonight is partial (``night.json``);
-3. when rows are ``slower`` or ``new failure``, those experiments alone are
+3. the other policies of ``configs/gate.yaml`` (``--gate-config``;
+   ``benchmarks.results.policies``): cold first call and peak memory
+   against the same baseline, and the pass rate;
+4. when rows are ``slower`` or ``new failure`` (steady speedup), or
+   ``slower`` by a policy with ``confirm``, those experiments alone are
    measured again in this job with the night's runner settings
-   (``remeasure``) and compared with the same baseline; a row stays slower
-   (failing) only if the re-run agrees (``compare.confirm``);
-4. ``compare.md``, ``compare.json`` and ``compare.png`` beside the night,
-   the markdown also appended to ``$GITHUB_STEP_SUMMARY`` when set.
+   (``remeasure``, once for all of them) and compared with the same
+   baseline; a row stays slower (failing) only if the re-run agrees
+   (``compare.confirm``);
+5. ``compare.md``, ``compare.json`` (with every policy's verdict) and
+   ``compare.png`` beside the night, the markdown also appended to
+   ``$GITHUB_STEP_SUMMARY`` when set.  The night fails when compare's gate
+   does or any policy does.
 
 A night with no baseline says so in the first line of its summary and
 passes -- unless a results branch exists and could not be read
@@ -37,7 +44,7 @@ from benchmarks.cli import compare as compare_cli
 from benchmarks.nightly import history
 from benchmarks.nightly.night import (COMPARE_MD, COMPARE_PNG, CONFIRM_DIR, NIGHT_FILE, RESULT, VERDICT_FILE,
                                       Night, date_arg, read_state)
-from benchmarks.results import compare, plots
+from benchmarks.results import compare, plots, policies, store
 from benchmarks.usage import UsageError
 
 
@@ -56,11 +63,15 @@ def add_arguments(p: argparse.ArgumentParser, step: str | None) -> None:
     p.add_argument("--no-confirm", dest="confirm", action="store_false",
                    help="fail on slower rows without measuring them again first")
     compare_cli.add_policy(p)
+    p.add_argument("--gate-config", metavar="YAML",
+                   help="the policies of the other metrics (first call, peak memory, pass rate) "
+                        "and their thresholds (default configs/gate.yaml)")
 
 
 @dataclass(frozen=True)
 class Policy:
-    """How rows are judged (``compare.compare``'s parameters)."""
+    """How rows are judged (``compare.compare``'s parameters), and where the
+    other metrics' policies are (``gate_config``: None, configs/gate.yaml)."""
 
     threshold: float = 0.05
     alpha: float = 0.05
@@ -68,6 +79,11 @@ class Policy:
     latency_criterion: bool = False
     allow_removed: bool = False
     fail_on_inconclusive: bool = False
+    gate_config: str | None = None
+
+    def policies(self) -> tuple[policies.Policy, ...]:
+        return policies.with_speedup(policies.load_policies(self.gate_config), self.threshold, self.alpha,
+                                     self.min_samples)
 
     def kwargs(self) -> dict:
         return dict(threshold=self.threshold, alpha=self.alpha, min_samples=self.min_samples,
@@ -79,32 +95,73 @@ class Policy:
 Remeasure = Callable[[Night, Sequence, Path], str]
 
 
-def _confirmed(comparison: compare.Comparison, baseline: history.Baseline, night: Night,
-               policy: Policy, remeasure: Remeasure | None) -> compare.Comparison:
-    slower = [row.key for row in comparison.rows if row.mark in compare.RECHECKED]
-    if not slower:
-        return comparison
+def _slower(name: str, comparison: compare.Comparison) -> list:
+    """What a re-run settles: steady speedup's slower rows and new failures,
+    another metric's slower rows (its failures are speedup's)."""
+    marks = compare.RECHECKED if name == "speedup" else (compare.SLOWER,)
+    return [row.key for row in comparison.rows if row.mark in marks]
+
+
+def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Baseline, night: Night,
+               policy: Policy, configured: Sequence[policies.Policy],
+               remeasure: Remeasure | None) -> dict[str, compare.Comparison]:
+    """``comparisons`` (by policy name; ``speedup`` always confirmed) with
+    their slower rows measured again, all in one re-run."""
+    confirming = {"speedup"} | {p.name for p in configured if p.confirm}
+    keys = list(dict.fromkeys(k for name, c in comparisons.items() if name in confirming
+                              for k in _slower(name, c)))
+    if not keys:
+        return comparisons
+
+    def settle(rerun_of: Callable[[str], compare.Comparison | None], note: str) -> dict:
+        return {name: compare.confirm(c, rerun_of(name), note) if name in confirming and _slower(name, c) else c
+                for name, c in comparisons.items()}
+
     if remeasure is None:
-        return compare.confirm(comparison, None, "re-runs turned off (--no-confirm)")
+        return settle(lambda name: None, "re-runs turned off (--no-confirm)")
     out = night.folder / CONFIRM_DIR / RESULT
-    why = remeasure(night, slower, out)
+    why = remeasure(night, keys, out)
     if not out.is_file():
-        return compare.confirm(comparison, None, why or "the re-run wrote no results")
+        return settle(lambda name: None, why or "the re-run wrote no results")
+    by_name = {p.name: p for p in configured}
     try:
-        rerun = compare.compare(list(baseline.runs), out, **policy.kwargs())
+        reruns = {name: (compare.compare(list(baseline.runs), out, **policy.kwargs()) if name == "speedup"
+                         else policies.judge_metric(by_name[name], list(baseline.runs), [out]))
+                  for name, c in comparisons.items() if name in confirming and _slower(name, c)}
     except (OSError, ValueError) as err:
-        return compare.confirm(comparison, None, f"the re-run's results are unreadable: {err}")
-    return compare.confirm(comparison, rerun, why)
+        return settle(lambda name: None, f"the re-run's results are unreadable: {err}")
+    return settle(reruns.get, why)
+
+
+def judge_all(root: Path, date: str, baseline: history.Baseline, policy: Policy,
+              remeasure: Remeasure | None = None) -> tuple[compare.Comparison, list[policies.Verdict]]:
+    """Night ``date`` compared with ``baseline`` by every policy, slower
+    rows re-measured: the steady-state comparison and the policies' verdicts."""
+    night = Night.read(root / date)
+    configured = policy.policies()
+    labels = dict(baseline=baseline.describe(), old_label=baseline.label(), partial=night.partial)
+    comparison = compare.compare(list(baseline.runs), night.csv, **policy.kwargs(), **labels)
+    others = policies.metric_comparisons(configured, list(baseline.runs), [night.csv], **labels)
+    settled = _confirmed({"speedup": comparison, **others}, baseline, night, policy, configured, remeasure)
+    comparison = settled.pop("speedup")
+    return comparison, policies.verdicts(configured, comparison, settled)
 
 
 def judge(root: Path, date: str, baseline: history.Baseline, policy: Policy,
           remeasure: Remeasure | None = None) -> compare.Comparison:
     """Night ``date`` compared with ``baseline``, slower rows re-measured."""
-    night = Night.read(root / date)
-    comparison = compare.compare(list(baseline.runs), night.csv, **policy.kwargs(),
-                                 baseline=baseline.describe(), old_label=baseline.label(),
-                                 partial=night.partial)
-    return _confirmed(comparison, baseline, night, policy, remeasure)
+    return judge_all(root, date, baseline, policy, remeasure)[0]
+
+
+def night_verdict(comparison: compare.Comparison, found: Sequence[policies.Verdict]) -> tuple[str, int]:
+    """The night's verdict and exit status: compare's gate, and the failed policies named."""
+    verdict, code = compare.verdict(comparison), compare.exit_code(comparison)
+    failed = [name for name in policies.failed(found) if name != "speedup"]
+    if failed:
+        named = f"failed policies: {', '.join(failed)}"
+        verdict = f"{verdict}; {named}" if verdict.startswith("FAIL") else f"FAIL ({named})"
+        code = 1
+    return verdict, code
 
 
 # --------------------------------------------------------------------------
@@ -161,13 +218,21 @@ def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_
         return code
     print(f"nightly gate: baseline: {baseline.describe()}", file=sys.stderr)
     try:
-        comparison = judge(root, date, baseline, policy, remeasure)
+        comparison, found = judge_all(root, date, baseline, policy, remeasure)
     except (OSError, ValueError) as err:
         raise UsageError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
-    print(compare.render_console(comparison), end="")
-    _write(folder, compare.render_markdown(comparison), compare.render_json(comparison))
+    verdict, code = night_verdict(comparison, found)
+    if verdict != compare.verdict(comparison):  # a policy failed a night compare's table passes
+        print(f"night {date}: {verdict}")
+    print(compare.render_console(comparison) + "policies:\n" + policies.render(found), end="")
+    document = json.loads(compare.render_json(comparison))
+    document.update(verdict=verdict, exit_code=code, policies=policies.to_json(found))
+    markdown = compare.render_markdown(comparison) + "\n## Policies\n\n" + policies.render(found, markdown=True)
+    if verdict != compare.verdict(comparison):
+        markdown = f"**Night: {verdict}**\n\n" + markdown
+    _write(folder, markdown, json.dumps(store.plain(document), indent=1, allow_nan=False) + "\n")
     plots.plot_comparison(comparison, folder / COMPARE_PNG)
-    return compare.exit_code(comparison)
+    return code
 
 
 # --------------------------------------------------------------------------
@@ -200,6 +265,10 @@ def gate(args: argparse.Namespace) -> int:
     last ``--baseline-nights`` complete nights."""
     compare_cli.check_policy(args)
     policy = Policy(args.threshold, args.alpha, args.min_samples, args.latency_criterion,
-                    args.allow_removed, args.fail_on_inconclusive)
+                    args.allow_removed, args.fail_on_inconclusive, args.gate_config)
+    try:
+        policy.policies()
+    except policies.PolicyError as err:
+        raise UsageError(str(err)) from None
     return run(args.root, args.date, policy, window=args.baseline_nights, pin=args.pin,
                previous=args.previous, remeasure=remeasure if args.confirm else None)

@@ -313,28 +313,85 @@ def verdict_of(policy: Policy, comparison) -> Verdict:
     return Verdict(policy, comparison, slower, failed=failed, judged=judged, ratio=geomean, detail=detail)
 
 
+def metric_comparisons(policies: Sequence[Policy], olds: Sequence, news: Sequence,
+                       **compare_kwargs) -> dict:
+    """``judge_metric`` of every policy but speedup and the pass rate, by name."""
+    return {p.name: judge_metric(p, olds, news, **compare_kwargs)
+            for p in policies if p.metric is not None and p.name != "speedup"}
+
+
+def verdicts(policies: Sequence[Policy], speedup, others: dict) -> list[Verdict]:
+    """Every policy's verdict, in the configuration's order: ``speedup`` is
+    the steady-state comparison (the pass rate counts its statuses),
+    ``others`` the other metrics' (``metric_comparisons``)."""
+    found = []
+    for policy in policies:
+        if policy.name == PASS_RATE:
+            found.append(judge_pass_rate(policy, speedup))
+        elif policy.name == "speedup":
+            found.append(verdict_of(policy, speedup))
+        else:
+            found.append(verdict_of(policy, others[policy.name]))
+    return found
+
+
 def judge(policies: Sequence[Policy], olds: Sequence, news: Sequence, *, speedup=None,
           **compare_kwargs) -> list[Verdict]:
     """Every policy's verdict of ``news`` against ``olds`` (paths, oldest
     first); ``speedup``: the steady-state comparison when the caller made it
-    already (the pass rate counts its statuses)."""
-    verdicts = []
-    for policy in policies:
-        if policy.name == PASS_RATE:
-            continue
-        comparison = judge_metric(policy, olds, news, **compare_kwargs)
-        speedup = comparison if policy.name == "speedup" else speedup
-        verdicts.append(verdict_of(policy, comparison))
-    for policy in policies:
-        if policy.name == PASS_RATE:
-            if speedup is None:
-                speedup = judge_metric(Policy("speedup", 0.05), olds, news, **compare_kwargs)
-            verdicts.append(judge_pass_rate(policy, speedup))
-    order = [p.name for p in policies]
-    return sorted(verdicts, key=lambda v: order.index(v.policy.name))
+    already (its own flags set it)."""
+    if speedup is None:
+        chosen = next((p for p in policies if p.name == "speedup"), Policy("speedup", 0.05))
+        speedup = judge_metric(chosen, olds, news, **compare_kwargs)
+    return verdicts(policies, speedup, metric_comparisons(policies, olds, news, **compare_kwargs))
 
 
-def render(verdicts: Sequence[Verdict], markdown: bool = False) -> str:
-    """One line per policy (a markdown list with ``markdown``)."""
+def with_speedup(policies: Sequence[Policy], threshold: float, alpha: float, min_samples: int
+                 ) -> tuple[Policy, ...]:
+    """``policies`` with speedup's set by compare's flags (as the gate always has)."""
+    return tuple(replace(p, threshold=threshold, alpha=alpha, min_samples=min_samples)
+                 if p.name == "speedup" else p for p in policies)
+
+
+def failed(found: Sequence[Verdict]) -> list[str]:
+    return [v.policy.name for v in found if v.failed]
+
+
+def _row_json(row) -> dict:
+    return {"name": row.name, "backend": row.backend, "mark": row.mark, "ratio": row.ratio,
+            "low": 1 + row.change_low, "high": 1 + row.change_high, "note": row.note}
+
+
+def to_json(found: Sequence[Verdict]) -> list[dict]:
+    """The verdicts as plain data (nan stays nan: ``store.plain`` makes it null)."""
+    return [{"policy": v.policy.name, "verdict": v.line().split(": ")[1], "threshold": v.policy.threshold,
+             "ratio": v.ratio, "low": v.low, "high": v.high, "detail": v.detail,
+             "regressed": [_row_json(r) for r in v.regressed]} for v in found]
+
+
+def _ratio_cell(row) -> str:
+    if not store.is_finite(row.change):
+        return "-"
+    interval = f" [{1 + row.change_low:.2f}, {1 + row.change_high:.2f}]" if store.is_finite(row.change_low) else ""
+    return f"{row.ratio:.2f}x{interval}"
+
+
+def regressed_table(found: Sequence[Verdict]) -> list[list[str]]:
+    """``[policy, model, backend, mark, ratio [interval], note]`` per regressed row of a failed policy."""
+    return [[v.policy.name, row.name, row.backend, row.mark, _ratio_cell(row), row.note]
+            for v in found if v.failed for row in v.regressed]
+
+
+def render(found: Sequence[Verdict], markdown: bool = False) -> str:
+    """One line per policy (a markdown list with ``markdown``, and a table
+    of the failed policies' rows)."""
     bullet = "- " if markdown else ""
-    return "\n".join(f"{bullet}{v.line()}" for v in verdicts) + "\n"
+    text = "\n".join(f"{bullet}{v.line()}" for v in found) + "\n"
+    table = regressed_table(found)
+    if markdown and table:
+        from tabulate import tabulate
+
+        cells = [[c.replace("|", "\\|") for c in row] for row in table]
+        text += "\n" + tabulate(cells, headers=["policy", "model", "backend", "mark", "ratio [95% interval]",
+                                                  "note"], tablefmt="github", disable_numparse=True) + "\n"
+    return text

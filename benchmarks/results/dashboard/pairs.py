@@ -92,11 +92,40 @@ def gate_failures_html(nights: Sequence[Night], data: dict) -> str:
                             html.escape(str(r.get("note") or "")))) + "</tr>")
         head = "".join(f"<th>{h}</th>" for h in ("model", "backend", "mark", "backend/baseline old → new",
                                                   "change [95% interval]", "p", "note"))
+        policy_rows = failed_policies_html(night.gate)
         parts.append(f'<div class="gate-failure" data-night="{index}"><h3>{html.escape(night.date)}: '
                      f'{html.escape(night.verdict or "")}, against {against}</h3>'
                      + (f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>' if body else
-                      '<p>Its compare.json names no failing row.</p>') + '</div>')
+                      '' if policy_rows else '<p>Its compare.json names no failing row.</p>')
+                     + policy_rows + '</div>')
     return "".join(parts)
+
+
+def _interval(row: dict) -> str:
+    ratio, low, high = (row.get(k) for k in ("ratio", "low", "high"))
+    if not isinstance(ratio, (int, float)):
+        return "-"
+    both = isinstance(low, (int, float)) and isinstance(high, (int, float))
+    return f"{ratio:.2f}x" + (f" [{low:.2f}, {high:.2f}]" if both else "")
+
+
+def failed_policies_html(gate: dict) -> str:
+    """The policies (``configs/gate.yaml``) a night's gate failed, each with
+    its regressed rows' paired ratio and interval; "" when none failed (or
+    the gate predates policies)."""
+    failed = [p for p in gate.get("policies") or () if isinstance(p, dict) and p.get("verdict") == "FAIL"]
+    if not failed:
+        return ""
+    body = "".join(
+        f'<tr class="policy-failed">' + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+            p.get("policy"), r.get("name"), r.get("backend"), r.get("mark"), _interval(r), r.get("note") or ""))
+        + "</tr>"
+        for p in failed for r in (p.get("regressed") or [{"name": "-", "backend": "-", "mark": p.get("detail")}]))
+    head = "".join(f"<th>{h}</th>" for h in ("failed policy", "model", "backend", "mark",
+                                              "ratio [95% interval]", "note"))
+    names = ", ".join(html.escape(str(p.get("policy"))) for p in failed)
+    return (f'<p class="failed-policies">Failed policies: {names}</p>'
+            f'<table class="policies"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
 def pairs_to_compare(nights: Sequence[Night], recent: int) -> list[tuple[int, int]]:
