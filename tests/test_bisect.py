@@ -71,8 +71,11 @@ def test_when_only_skipped_commits_are_left_the_answer_is_the_range():
 
 def test_a_slower_row_is_followed_as_slower_only():
     slower, failure = "slower", "new failure"
-    assert bisect._state(slower, slower) == bisect.BAD
-    assert bisect._state("no change", slower) == bisect.GOOD
+    assert bisect._state(slower, slower, 0.5, 0.6) == bisect.BAD
+    # Good only when the interval rules out half the slowdown found at BAD.
+    assert bisect._state("no change", slower, 0.5, 0.2) == bisect.GOOD
+    assert bisect._state("no change", slower, 0.5, 0.3) == bisect.SKIP
+    assert bisect._state("faster", slower, 0.5, float("nan")) == bisect.SKIP
     # A run that fails where a slowdown is followed cannot say whether it is slower.
     assert bisect._state(failure, slower) == bisect.SKIP
     assert bisect._state("inconclusive", slower) == bisect.SKIP

@@ -16,7 +16,9 @@ the metric's view of the runs (``benchmarks.results.policies``).
 First BAD is measured against GOOD: the rows that regressed there (slower,
 or a new failure) are the ones followed; none: "not reproduced", exit 1.
 Then a binary search: a probe is bad when a followed row regressed the
-same way at it, good when none did.  A probe that cannot be judged (the run
+same way at it; good when none did and, for a slowdown, the change's 95%
+interval stays below half the change found at BAD (a commit whose noise
+cannot tell it from BAD is not called good: it is measured again).  A probe that cannot be judged (the run
 wrote no results: a build error; too few samples or a row that failed where
 a slowdown is followed) is measured again (``--retries``), then skipped as
 ``git bisect skip`` does: the search goes on around it, and when only
@@ -167,7 +169,7 @@ class Verdict:
 
 def judge(good: Runs, probe: Runs, metric: str, policy: argparse.Namespace,
           follow: dict | None = None) -> Verdict:
-    """The probe against GOOD. ``follow``: key -> the mark it had at BAD
+    """The probe against GOOD. ``follow``: key -> (mark, change) at BAD
     (None: judge every row, as for BAD itself)."""
     from benchmarks.results import compare, pairing, policies, stats
 
@@ -186,25 +188,32 @@ def judge(good: Runs, probe: Runs, metric: str, policy: argparse.Namespace,
         if row.key in old and row.key in new and old[row.key].ratios and new[row.key].ratios:
             low, high = (v - 1 for v in stats.speedup_ci(new[row.key].ratios, old[row.key].ratios))
         rows[row.key] = (row.mark, row.change, low, high, row.note)
-        states.append(_state(row.mark, follow.get(row.key) if follow is not None else None))
+        at_bad = follow.get(row.key) if follow is not None else None
+        states.append(_state(row.mark, *(at_bad or (None, math.nan)), high))
     if follow is not None and len(rows) < len(follow):
         states.append(SKIP)
     if BAD in states:
         return Verdict(BAD, rows)
     if states and all(s == GOOD for s in states):
         return Verdict(GOOD, rows)
-    return Verdict(SKIP, rows, "not judged: " + ", ".join(sorted({m for m, *_ in rows.values()})))
+    return Verdict(SKIP, rows, "cannot tell (a failure, too few samples, or an interval reaching half the "
+                               "change at BAD): " + ", ".join(sorted({m for m, *_ in rows.values()})))
 
 
-def _state(mark: str, at_bad: str | None) -> str:
-    """Bad when the row regressed as it did at BAD (at BAD itself: either way)."""
+def _state(mark: str, at_bad: str | None, bad_change: float = math.nan, high: float = math.nan) -> str:
+    """Bad when the row regressed as it did at BAD (at BAD itself: either
+    way). Good, for a slowdown of ``bad_change`` at BAD, only when the
+    change's upper bound ``high`` is below half of it: "no change" under
+    noise as wide as the regression is no evidence."""
     from benchmarks.results import compare
 
     regressed = {compare.SLOWER, compare.NEW_FAILURE} if at_bad is None else {at_bad}
     if mark in regressed:
         return BAD
-    if at_bad in (None, compare.SLOWER) and mark in (compare.NO_CHANGE, compare.FASTER):
+    if at_bad is None and mark in (compare.NO_CHANGE, compare.FASTER):
         return GOOD
+    if at_bad == compare.SLOWER and mark in (compare.NO_CHANGE, compare.FASTER):
+        return GOOD if math.isfinite(high) and math.isfinite(bad_change) and high < bad_change / 2 else SKIP
     if at_bad == compare.NEW_FAILURE and mark in (compare.NO_CHANGE, compare.FASTER, compare.INCONCLUSIVE,
                                                   compare.SLOWER):
         return GOOD  # it runs (the failure is what is followed, not its speed)
@@ -250,7 +259,7 @@ class Search:
         where = "BAD" if sha == self.commits[-1] else f"{self.commits.index(sha) + 1}/{len(self.commits)}"
         rows = "; ".join(describe(k, r) for k, r in verdict.rows.items()) or verdict.why
         self.echo(f"probe {self.probes}: {sha[:12]} ({where}) {subject(self.lab.repo, sha)!r}: "
-                  f"{verdict.state}: {rows}")
+                  f"{verdict.state}: {rows} ({len(runs.csvs)} run(s) of it, {len(good.csvs)} of GOOD)")
         self.verdicts[sha] = verdict
         return verdict
 
@@ -364,7 +373,7 @@ def _search(search: Search, echo: Callable[[str], None]) -> int:
     from benchmarks.results import compare
 
     at_bad = search.probe(search.commits[-1], None)
-    follow = {k: r[0] for k, r in at_bad.rows.items() if r[0] in (compare.SLOWER, compare.NEW_FAILURE)}
+    follow = {k: r[:2] for k, r in at_bad.rows.items() if r[0] in (compare.SLOWER, compare.NEW_FAILURE)}
     if at_bad.state != BAD or not follow:
         echo(f"not reproduced: BAD is {at_bad.state} against GOOD "
              f"({at_bad.why or 'no row slower or newly failing'}); nothing to bisect")

@@ -273,7 +273,9 @@ def judge_pass_rate(policy: Policy, speedup) -> Verdict:
     if not both:
         return Verdict(policy, None, (), judged=False, detail="no experiment in both runs")
     old_ok = sum(row.old_status == store.STATUS_PASS for row in both)
-    new_ok = sum(row.new_status == store.STATUS_PASS for row in both)
+    # A new failure its re-run did not reproduce (unconfirmed: a flaky
+    # timeout) passed when measured again.
+    new_ok = sum(row.new_status == store.STATUS_PASS or row.mark == compare.UNCONFIRMED for row in both)
     old_rate, new_rate = old_ok / len(both), new_ok / len(both)
     interval = sps.binomtest(new_ok, len(both)).proportion_ci(method="wilson")
     failures = tuple(row for row in both if row.mark == compare.NEW_FAILURE)
