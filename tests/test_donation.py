@@ -128,3 +128,23 @@ def test_donated_saved_input_survives_the_backward(xla):
     f(x, w).backward()
     torch.testing.assert_close(w_xla.grad.cpu(), w.grad)
     torch.testing.assert_close(x_xla.cpu(), x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_zero_dim_arguments_are_not_donated(backend, xla):
+    """torch_xla hands one device buffer to every 0-dim tensor of a value it
+    moves or fills: donating one would delete it under all the others."""
+    def count_up(s, x):
+        torch.ops.xla.dynamo_set_buffer_donor_(s, True)
+        s.add_(1.0)
+        return x * s
+
+    compiled = torch.compile(count_up, backend=backend)
+    other = torch.full((), 3.25, device=xla)
+    for call in range(3):
+        s = torch.tensor(3.25).to(xla)  # over the same buffer as ``other``
+        out = compiled(s, torch.ones(2, device=xla))
+        torch.testing.assert_close(out.cpu(), torch.full((2,), 4.25), msg=f"call {call}")
+        torch.testing.assert_close(s.cpu(), torch.tensor(4.25), msg=f"call {call}")
+        assert not deleted(other), f"call {call}"
+        assert other.item() == 3.25

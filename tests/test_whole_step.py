@@ -142,11 +142,14 @@ def test_updated_values_are_donated(xla):
         weight = ours.fc1.weight
         # The gradients too: the step holds no second copy of them.
         old = [buffer_of(t) for t in (weight, weight.grad, ours.bn.running_mean,
-                                      ours.bn.num_batches_tracked, opt.state[weight]["momentum_buffer"])]
+                                      opt.state[weight]["momentum_buffer"])]
+        # A 0-dim buffer is not: torch_xla may share it with every scalar
+        # of its value (see docs/backends.md, "Buffer donation").
+        count = buffer_of(ours.bn.num_batches_tracked)
         step(x)
         torch_xla.sync()
-        assert [deleted(t) for t in old] == [True] * 5, n
-        assert not deleted(x)
+        assert [deleted(t) for t in old] == [True] * 4, n
+        assert not deleted(x) and not deleted(count)
 
 
 def test_dropout_draws_a_fresh_mask_every_step_and_its_gradient_follows_it(xla):

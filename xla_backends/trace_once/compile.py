@@ -13,8 +13,8 @@ and the argument's data is deleted by the run. Which parameters are donated
 is fixed when the graph is compiled, as in torch_xla's own bridge: later
 calls donate the same positions whatever their flags say, so flipping a
 flag never compiles again. Arguments the call still reads after the run
-(returned, viewed or read before an update) and captured constants are
-never donated.
+(returned, viewed or read before an update), captured constants and 0-dim
+arguments (see ``_donors``) are never donated.
 
 The compile may run on a thread of its own (``background=True``): XLA
 releases the GIL while it compiles, so the caller goes on (dynamo building
@@ -119,12 +119,18 @@ def compile_results(results: list, arg_handles: dict, n_args: int,
 
 
 def _donors(values, gather, n_args: int, keep) -> tuple[list, list]:
-    """(arg indices to donate, marked parameters not to donate: constants and
-    arguments in ``keep``)."""
+    """(arg indices to donate, marked parameters not to donate: constants,
+    arguments in ``keep`` and 0-dim arguments).
+
+    torch_xla keeps one device buffer per scalar value and hands it to every
+    0-dim tensor of that value it moves or fills (``torch.tensor(2.0).to(xla)``,
+    ``s.fill_(2.0)``, the 2.0 of ``x * 2.0``): donated, it would be deleted
+    under all of them. And a scalar's buffer is too small for its donation
+    to save memory."""
     donated, blocked = [], []
     for value, g in zip(values, gather):
         if _xlac.donated(value):
-            if g < n_args and g not in keep:
+            if g < n_args and g not in keep and value.dim() != 0:
                 donated.append(g)
             else:
                 blocked.append(value)

@@ -61,6 +61,12 @@ class Trace:
     args: tuple  # the caller's arguments
     shadows: list  # what the graph ran on
     arg_handles: dict  # arg index -> handle of the data its shadow started from
+    # The private copies some shadows started from (see ``shadows_of``),
+    # held while the trace is in use: a handle is the buffer's address, so
+    # a copy freed by an in-place update in the graph would hand its handle
+    # to the next buffer made (a constant of the graph), which would then
+    # pass for the argument.
+    private: list = field(default_factory=list)
     out: object = None  # the graph's output, computed on the shadows
     values: dict = field(default_factory=dict)  # node -> its value in the trace
     host_nodes: set = field(default_factory=set)  # nodes reading or making off-device tensors
@@ -100,12 +106,14 @@ def _xla_device():
     return torch_xla.device()
 
 
-def shadows_of(args) -> tuple[list, dict]:
-    """Shadows of the XLA tensor arguments (plain device data) and the buffer
-    handle each started from; other arguments are passed as they are."""
+def shadows_of(args) -> tuple[list, dict, list]:
+    """Shadows of the XLA tensor arguments (plain device data), the buffer
+    handle each started from, and the private copies some started from
+    (the handles name buffers only while these are alive: keep them); other
+    arguments are passed as they are."""
     pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type == "xla"]
     handles = _xlac.data_handles([args[i] for i in pos])
-    shadows, arg_handles, taken = list(args), {}, set()
+    shadows, arg_handles, taken, private = list(args), {}, set(), []
     for i, h in zip(pos, handles):
         if h in taken or args[i].dim() == 0:
             # Two arguments over one buffer (``b.copy_(a)``, or aliases)
@@ -115,13 +123,14 @@ def shadows_of(args) -> tuple[list, dict]:
             # scalar value (``torch.full((), 2.5)`` and the 2.5 of
             # ``x * 2.5`` share it), and the constant would follow the
             # argument's later values.
-            shadows[i] = _xlac.data_view(_xlac.private_copy(args[i]))
+            private.append(_xlac.private_copy(args[i]))
+            shadows[i] = _xlac.data_view(private[-1])
             h = _xlac.data_handles([shadows[i]])[0]
         else:
             shadows[i] = _xlac.data_view(args[i])
         arg_handles[i] = h
         taken.add(h)
-    return shadows, arg_handles
+    return shadows, arg_handles, private
 
 
 class _Recorder(torch.fx.Interpreter):
@@ -180,8 +189,8 @@ def run(gm: torch.fx.GraphModule, args, device: str) -> Trace:
 
 
 def _run(gm: torch.fx.GraphModule, args) -> Trace:
-    shadows, arg_handles = shadows_of(args)
-    trace = Trace(gm, tuple(args), shadows, arg_handles)
+    shadows, arg_handles, private = shadows_of(args)
+    trace = Trace(gm, tuple(args), shadows, arg_handles, private)
     before = fallback_counts()
     recorder = _Recorder(gm, trace)
     trace.out = _plain(recorder.run(*shadows))
