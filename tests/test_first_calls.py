@@ -61,6 +61,25 @@ def test_a_fresh_process_is_another_process_and_reports_errors():
         coldstart.in_fresh_process(int, "not a number\nsecond line")
 
 
+def _make_a_temporary_folder_and_hang():
+    import tempfile
+    import time
+
+    tempfile.mkdtemp(prefix="xdb-cold-")
+    time.sleep(120)
+
+
+def test_a_fresh_process_killed_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    """A cold process killed (its timeout here; Ctrl-C in an in-process
+    run) cannot remove what it made: its folders go with the caller's."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(coldstart.FreshProcessError, match="no result after 3 s"):
+        coldstart.in_fresh_process(_make_a_temporary_folder_and_hang, timeout=3, fork=True)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_fresh_process_starts_without_an_xla_compilation_cache(xla):
     torch.ones(2, device=xla).add(1).cpu()  # this process has compiled
     from torch_xla import _XLAC
