@@ -41,6 +41,7 @@ FAULTS = {
     "ok_mlp": ("pass", None),
     "flood": ("pass", None),  # 20 MB of stdout: no deadlock
     "raise_on_run": ("eager_fail_to_run", "RuntimeError: boom from raise_on_run"),
+    "raise_in_backend": ("fail_to_run", "RuntimeError: boom from raise_in_backend"),
     "segfault": ("crashed", "SIGSEGV"),
     "oom": ("OOM", "can't allocate memory"),
 }
@@ -332,6 +333,34 @@ def test_a_raise_gives_its_status_and_error_in_process(model, fault_models, tmp_
     (row,) = worker.run_model(config, model).rows
     status, error = RAISES[model]
     assert row["status"] == status and error in row["error"], row
+
+
+@pytest.mark.parametrize("model", sorted(RAISES))
+def test_a_raise_keeps_its_traceback_in_process(model, fault_models, tmp_path):
+    config = RunConfig(suite="torchbench", backends=("eager",), repeat=2, warmup=1, isolate=False,
+                       cold_start=False, output=str(tmp_path / "run.csv"))
+    result = worker.run_model(config, model)
+    (cause,) = result.failures
+    _, error = RAISES[model]
+    assert (cause["backend"], cause["status"]) == ("eager", RAISES[model][0])
+    assert cause["traceback"].startswith("Traceback (most recent call last):")
+    assert error in cause["traceback"] and "faults.py" in cause["traceback"]
+
+
+@pytest.mark.parametrize("model", ["raise_on_run", "raise_in_backend"])
+def test_a_failed_row_keeps_its_traceback_and_the_workers_output(faults, model):
+    """Not only crashed workers: a row failed by a Python exception keeps
+    its full traceback and the worker's output, named by the report."""
+    log = store.logs_path(faults.csv) / f"{model}.log"
+    text = log.read_text()
+    status, error = FAULTS[model]
+    assert f"== {model} / eager (batch size " in text and f"): {status}: {error}" in text
+    assert "Traceback (most recent call last):" in text and "faults.py" in text
+    assert model != "raise_on_run" or "second line of the message" in text  # the whole message
+    assert f"worker: loading {model}" in text.split("== the worker's output")[1]
+    failures = section(store.markdown_path(faults.csv).read_text(), "Failures")
+    (listed,) = [line for line in failures.splitlines() if line.startswith(f"| {model} ")]
+    assert str(log) in listed
 
 
 def test_error_column_holds_the_first_line_only(faults):

@@ -147,7 +147,9 @@ def run_one(config: RunConfig, name: str) -> rows.ModelResult:
     if not config.isolate:
         from benchmarks.run import worker  # torch and the models: only in the process that runs them
 
-        return worker.run_model(config, name)
+        result = worker.run_model(config, name)
+        _keep_log(config, name, result)
+        return result
     return run_isolated(config, name)
 
 
@@ -176,8 +178,7 @@ def run_isolated(config: RunConfig, name: str) -> rows.ModelResult:
                 why = f"no result after {config.timeout:g} s"
                 log_file.write(f"\n[runner.py] {name}: timed out: {why}; the worker was killed\n".encode())
                 log_file.flush()
-                _keep_log(config, name, log)
-                return rows.failed(config, base, "timeout", why)
+                return _keep_log(config, name, rows.failed(config, base, "timeout", why), log)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM (Terminated)
                 _kill_group(proc)  # its own session: the signal reached only us
                 raise
@@ -185,16 +186,15 @@ def run_isolated(config: RunConfig, name: str) -> rows.ModelResult:
         # rows are whole, whatever the exit code says. (torch_xla's exit handler
         # exits with 1 when work a failed backend left pending fails at exit.)
         if out.exists():
-            if code != 0:
-                _keep_log(config, name, log)
-            data = json.loads(out.read_text())
-            return rows.ModelResult(data["rows"], data["samples"], data.get("graph_breaks", []))
+            result = rows.ModelResult.from_json(json.loads(out.read_text()))
+            return _keep_log(config, name, result, log, always=code != 0)
         tail = _tail(log)
-        _keep_log(config, name, log)
         if code < 0:
             sig = _signal_name(-code)
-            return rows.failed(config, base, "crashed", f"killed by {sig}: {tail}".rstrip(": "))
-        return rows.failed(config, base, "fail_to_run", tail or f"worker exited with {code}")
+            return _keep_log(config, name, rows.failed(config, base, "crashed",
+                                                       f"killed by {sig}: {tail}".rstrip(": ")), log)
+        return _keep_log(config, name, rows.failed(config, base, "fail_to_run",
+                                                   tail or f"worker exited with {code}"), log)
 
 
 def _signal_name(number: int) -> str:
@@ -231,11 +231,41 @@ def _tail(log: Path) -> str:
     return lines[-1][:500] if lines else ""
 
 
-def _keep_log(config: RunConfig, name: str, log: Path) -> None:
-    """Keep a failed worker's output tail beside the CSV, for debugging."""
+# Failed rows with nothing to trace: configs/ skipped the model, or its
+# outputs were checked and found wrong (the error says by how much).
+NOTHING_RAISED = ("skipped", "fail_accuracy")
+
+
+def _keep_log(config: RunConfig, name: str, result: rows.ModelResult, log: Path | None = None,
+              always: bool = False) -> rows.ModelResult:
+    """Keep, beside the CSV (``store.logs_path``), the story of each failed
+    row of ``result``: its status and error, its traceback when the worker
+    caught one, then the tail of the worker's output ``log`` (everything it
+    printed, stderr included); for every failed row, or ``always`` (a worker
+    that exited with an error after its result). Returns ``result``."""
+    failed = [row for row in result.rows if not store.passed(row) and row.get("status") not in NOTHING_RAISED]
+    if not (failed or always):
+        return result
+    causes = {(f["backend"], f.get("batch_size")): f["traceback"] for f in result.failures}
+    parts = [f"{name}: {len(failed)} failed row(s), each with its traceback"
+             f"{', then the worker output' if log is not None else ''}\n"]
+    for row in failed:
+        reason = f": {row['error']}" if isinstance(row.get("error"), str) and row["error"] else ""
+        parts.append(f"\n== {name} / {row['backend']} (batch size {row.get('batch_size')}): "
+                     f"{row['status']}{reason}\n")
+        cause = causes.get((row["backend"], row.get("batch_size")))
+        parts.append(cause if cause else "(no traceback: the error came from outside Python, "
+                                         "or from the run itself; see the worker output)\n")
+    text = "".join(parts).encode()
+    if log is not None:
+        text += b"\n== the worker's output, its last 256 KiB (stdout and stderr)\n" + _log_tail(log)
     folder = store.logs_path(config.csv_path)
     folder.mkdir(parents=True, exist_ok=True)
+    Path(folder, f"{name}.log").write_bytes(text)
+    return result
+
+
+def _log_tail(log: Path) -> bytes:
     with open(log, "rb") as f:
         f.seek(max(0, os.path.getsize(log) - 256 * 1024))
-        Path(folder, f"{name}.log").write_bytes(f.read())
-
+        return f.read()

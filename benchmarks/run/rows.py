@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from dataclasses import dataclass, field
 
 from benchmarks.run import provenance
@@ -23,10 +24,23 @@ class ModelResult:
     rows: list[dict] = field(default_factory=list)
     samples: list[dict] = field(default_factory=list)
     graph_breaks: list[dict] = field(default_factory=list)  # store.GRAPH_BREAK_COLUMNS
+    # The whole story of each failed row the CSV tells in one line:
+    # {"backend", "status", "traceback"} (``failure``); the parent keeps them
+    # in the model's log.
+    failures: list[dict] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(store.plain({"rows": self.rows, "samples": self.samples,
-                                         "graph_breaks": self.graph_breaks}))
+                                         "graph_breaks": self.graph_breaks, "failures": self.failures}))
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ModelResult":
+        return cls(data["rows"], data["samples"], data.get("graph_breaks", []), data.get("failures", []))
+
+    def fail(self, row: dict, err: BaseException) -> None:
+        """Add the failed ``row`` and the traceback of ``err``, its cause."""
+        self.rows.append(row)
+        self.failures.append(failure(row, err))
 
 
 def batch_sizes(config: RunConfig, name: str) -> tuple[int | None, ...]:
@@ -68,6 +82,7 @@ def join(parts: list["ModelResult"]) -> "ModelResult":
         joined.rows += part.rows
         joined.samples += part.samples
         joined.graph_breaks += part.graph_breaks
+        joined.failures += part.failures
     return joined
 
 
@@ -77,8 +92,18 @@ def failed(config: RunConfig, base: dict | list[dict], status: str, error) -> Mo
     line = error if isinstance(error, str) else first_line(error)
     bases = base if isinstance(base, list) else [base]
     verdict = {"accuracy": status} if config.mode == "accuracy" else {}
-    return ModelResult(rows=[{**b, "backend": backend, "status": status, "error": line, **verdict}
-                             for b in bases for backend in config.backends])
+    rows = [{**b, "backend": backend, "status": status, "error": line, **verdict}
+            for b in bases for backend in config.backends]
+    causes = [failure(row, error) for row in rows] if isinstance(error, BaseException) else []
+    return ModelResult(rows=rows, failures=causes)
+
+
+def failure(row: dict, err: BaseException) -> dict:
+    """The failed ``row``'s backend and status with the full traceback of
+    ``err`` (chained causes included), for the model's log."""
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    return {"backend": row["backend"], "batch_size": row.get("batch_size"), "status": row["status"],
+            "traceback": text}
 
 
 def first_line(err: BaseException) -> str:

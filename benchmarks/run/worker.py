@@ -163,7 +163,8 @@ def _backend_contenders(config: RunConfig, module, bases: list[dict], result: Mo
         try:
             contenders.append(_contender_of(config, module, backend))
         except Exception as err:  # noqa: BLE001 - reported as the backend's row
-            result.rows += [_failed_row(base, backend, err) for base in bases]
+            for base in bases:
+                result.fail(_failed_row(base, backend, err), err)
     return contenders
 
 
@@ -216,7 +217,7 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
         result.graph_breaks += _graph_breaks(bases[0], backend, probes_of[backend])
         for shape, base in enumerate(bases):
             if not timing.ok:
-                result.rows.append(_failed_row(base, backend, timing.error))
+                result.fail(_failed_row(base, backend, timing.error), timing.error)
                 continue
             first = _first_call(cold, backend, shape, timing.at(shape).first_call_s)
             baseline_first = _first_call(cold, BASELINE_KEY, shape, baseline.at(shape).first_call_s)
@@ -530,8 +531,12 @@ def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult
         xla = config.use_xla_baseline or placement.runs_on_xla(contender.name)
         check = _Check(reference, fp64, settings.tolerance(xla=xla, dtype=config.precision),
                        settings.cosine)
-        result.rows.append({**base, "backend": contender.name, **_cache_fields(
-            config, _accuracy_fields(contender, inputs, check, calls, config.seed, steps))})
+        fields, err = _accuracy_fields(contender, inputs, check, calls, config.seed, steps)
+        row = {**base, "backend": contender.name, **_cache_fields(config, fields)}
+        if err is None:
+            result.rows.append(row)
+        else:
+            result.fail(row, err)
         result.graph_breaks += _graph_breaks(base, contender.name, contender.probe)
     return result
 
@@ -580,7 +585,10 @@ def _outputs(contender, inputs, seed, phase="first"):
     return accuracy.to_cpu(out)
 
 
-def _accuracy_fields(contender, inputs, check: _Check, calls, seed, steps: int = 1) -> dict:
+def _accuracy_fields(contender, inputs, check: _Check, calls, seed, steps: int = 1
+                     ) -> tuple[dict, Exception | None]:
+    """The row's verdict fields, and the error that kept the check from
+    running (None when it ran)."""
     try:
         if steps > 1:
             checks = [check(_steps(contender, inputs, seed, steps))]
@@ -588,12 +596,12 @@ def _accuracy_fields(contender, inputs, check: _Check, calls, seed, steps: int =
             checks = [check(_outputs(contender, inputs, seed, phase)) for phase in ("first", "warmup")[:calls]]
     except Exception as err:  # noqa: BLE001 - reported as the row
         status = failure_status(err, "fail_to_run")
-        return {"status": status, "accuracy": status, "error": first_line(err)}
+        return {"status": status, "accuracy": status, "error": first_line(err)}, err
     worst = max(checks, key=lambda c: c.max_error)
     verdict = "pass" if all(c.ok for c in checks) else "fail_accuracy"
     return {"status": verdict, "accuracy": verdict, "max_error": worst.max_error,
             "tolerance": check.tolerance, "error": None if worst.ok else worst.reason,
-            **contender.probe.summary()}
+            **contender.probe.summary()}, None
 
 
 def main(argv: list[str] | None = None) -> int:
