@@ -216,3 +216,30 @@ def test_configs_are_read_once_when_the_run_starts(tmp_path, fast, capsys):
     assert not in_worker.settings().lists("ok_mlp")
     # Not listed when the run started: TorchBench's own batch size, not the new 3.
     assert [b["batch_size"] for b in rows.row_bases(in_worker, "ok_mlp")] == [None]
+
+
+def test_a_signal_while_a_worker_forks_is_kept_for_the_run_to_stop_on():
+    """Python drops an exception raised in an at-fork hook: a Ctrl-C or
+    SIGTERM landing while a worker is forked would be lost and the run go
+    on. Within ``deferred`` it is remembered; ``check`` raises it after."""
+    import os
+    import signal
+    import time
+
+    from benchmarks.run import signals
+
+    before = signal.getsignal(signal.SIGTERM)
+    with signals.stop_on_signals():
+        signals.check()  # nothing received: nothing raised
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # the handler has run by now, and raised nothing
+        with pytest.raises(signals.Terminated) as stop:
+            signals.check()
+        assert signals.exit_status(stop.value) == 143
+    with signals.stop_on_signals():
+        with pytest.raises(KeyboardInterrupt) as stop:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        assert not isinstance(stop.value, signals.Terminated) and signals.exit_status(stop.value) == 130
+    assert signal.getsignal(signal.SIGTERM) is before
