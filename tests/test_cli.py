@@ -337,7 +337,7 @@ CANONICAL = ["--performance", "--backend=torchxla_trace_once", "--only", "resnet
 def test_default_output_names_the_kind_of_experiment():
     assert Path(config(*CANONICAL).output) == Path("results/performance_inference_cpu.csv")
     bench = [a for a in _make_bench_argv() if a != "--overwrite"]
-    assert Path(config(*bench).output) == Path("results/performance_inference_cpu_seed_xla_baseline.csv")
+    assert Path(config(*bench).output) == Path("results/performance_inference_cpu_seed_xla_baseline_random_inputs.csv")
     assert Path(config(*CANONICAL, "--bfloat16", "--dynamic-shapes").output) == \
         Path("results/performance_inference_cpu_bf16_dynamic.csv")
     assert Path(config("--training", "--compile-step").output) == \

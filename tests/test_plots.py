@@ -67,7 +67,7 @@ def test_speedups_on_a_log_axis_titled_with_what_was_measured():
     assert ax.get_yscale() == "log"
     low, high = ax.get_ylim()
     assert low < 0.21 and high > 3.0  # a 0.21x slowdown is visible, pointing down from 1x
-    assert ax.get_title() == "Speedup over xla baseline (cpu, inference, bf16)"
+    assert ax.get_title() == "Speedup (inference, bf16, on cpu, xla baseline)"
 
 
 def _row(name, backend, speedup, **settings):
@@ -100,14 +100,14 @@ def test_rows_of_other_settings_get_a_panel_each():
     # A training run resumed on an inference CSV: the same model in two modes.
     rows = [_row("m", "ours", 2.0), _row("m", "ours", 0.5, mode="training")]
     fig = plots.speedup_figure(pd.DataFrame(rows))
-    assert [ax.get_title() for ax in fig.axes] == ["Speedup over xla baseline (cpu, inference, fp32)",
-                                                    "Speedup over xla baseline (cpu, training, fp32)"]
+    assert [ax.get_title() for ax in fig.axes] == ["Speedup (inference, fp32, on cpu, xla baseline)",
+                                                    "Speedup (training, fp32, on cpu, xla baseline)"]
     assert [_bar_heights(ax) for ax in fig.axes] == [{"ours": [2.0]}, {"ours": [0.5]}]
 
 
 def test_a_dynamic_shapes_run_says_so_in_its_title():
     fig = plots.speedup_figure(pd.DataFrame([_row("m", "ours", 2.0, dynamic="dynamic")]))
-    assert fig.axes[0].get_title() == "Speedup over xla baseline (cpu, inference, fp32, dynamic shapes)"
+    assert fig.axes[0].get_title() == "Speedup (inference, fp32, dynamic shapes, on cpu, xla baseline)"
 
 
 def test_the_geomean_line_counts_a_model_once_whatever_its_batch_sizes():

@@ -73,7 +73,7 @@ def test_write_markdown_default_title_names_the_run(tmp_path):
     csv_path = tmp_path / "nightly.csv"
     store.append_rows(csv_path, [SAMPLE_ROWS[0]])
     text = report.write_markdown(csv_path).read_text()
-    assert text.startswith("# Speedup over baseline: nightly (inference, fp32, cpu, xla baseline)\n")
+    assert text.startswith("# Speedup over baseline: nightly (inference, fp32, on cpu, xla baseline)\n")
 
 
 def test_table_cells_and_geomean_exclude_failures():
@@ -109,7 +109,7 @@ def test_failures_and_caption():
     df = _frame(SAMPLE_ROWS)
     assert report.failures(df) == [("resnet18", "torchxla_trivial", "fail_to_run",
                                     "RuntimeError: no lowering for aten::foo", "")]
-    assert report.caption(df) == ("Inference, fp32, static shapes, on cpu, "
+    assert report.caption(df) == ("Inference, fp32, static shapes, inputs not recorded, on cpu, "
                                   "xla baseline (the model run lazily on the XLA device)")
 
 
@@ -159,21 +159,21 @@ def test_title_and_caption_say_what_was_measured(tmp_path):
     csv_path = tmp_path / "run.csv"
     store.append_rows(csv_path, rows)
     text = report.write_markdown(csv_path).read_text()
-    assert text.startswith("# Speedup over baseline: run (training, bf16, dynamic shapes, cpu, xla baseline)\n")
-    assert "Training, bf16, dynamic shapes, on cpu, xla baseline (the model run lazily on the XLA device)." in text
+    assert text.startswith("# Speedup over baseline: run (training, bf16, dynamic shapes, on cpu, xla baseline)\n")
+    assert "Training, bf16, dynamic shapes, inputs not recorded, on cpu, xla baseline (the model run lazily on the XLA device)." in text
 
 
 def test_version_1_rows_say_their_mode_was_not_recorded():
     df = store.read_rows(Path(__file__).parent / "fixtures" / "v1" / "run.csv")
-    assert report.caption(df) == ("Mode not recorded, fp32, static shapes, on cpu, "
+    assert report.caption(df) == ("Mode not recorded, fp32, static shapes, inputs not recorded, on cpu, "
                                   "xla baseline (the model run lazily on the XLA device)")
 
 
 def test_a_file_with_two_modes_gets_a_table_for_each():
     rows = [_row("m", "a", 1.5, NAN, NAN), _row("m", "a", 3.0, NAN, NAN, mode="training")]
     md = report.render_markdown(_frame(rows))
-    assert "## inference, fp32, static shapes, on cpu, xla baseline" in md
-    assert "## training, fp32, static shapes, on cpu, xla baseline" in md
+    assert "## inference, fp32, static shapes, inputs not recorded, on cpu, xla baseline" in md
+    assert "## training, fp32, static shapes, inputs not recorded, on cpu, xla baseline" in md
     inference, training = md.split("## training")
     assert "1.50x" in inference and "3.00x" not in inference and "3.00x" in training
     console = report.render_console(_frame(rows))
@@ -279,7 +279,7 @@ def test_the_markdown_shows_latencies_in_ms():
 def test_the_eager_baseline_is_named_with_the_way_to_measure_against_lazy_xla():
     rows = [_row("squeezenet1_1", "torchxla_trace_once", 5.2, 3.33, 11.1, baseline="eager")]
     console = report.render_console(_frame(rows))
-    assert console.splitlines()[0] == ("Inference, fp32, static shapes, on cpu, "
+    assert console.splitlines()[0] == ("Inference, fp32, static shapes, inputs not recorded, on cpu, "
                                        "eager baseline (PyTorch eager on the host)")
     assert "--use-xla-baseline" in console
     md = report.render_markdown(_frame(rows))
@@ -423,7 +423,7 @@ def test_an_accuracy_title_says_dynamic_shapes(tmp_path):
     csv_path = tmp_path / "acc.csv"
     store.append_rows(csv_path, [_accuracy_row("m", "b", "pass", 0.0, dynamic="dynamic")])
     text = report.write_markdown(csv_path).read_text()
-    assert text.startswith("# Accuracy against baseline: acc (inference, fp32, dynamic shapes, cpu, xla baseline)\n")
+    assert text.startswith("# Accuracy against baseline: acc (inference, fp32, dynamic shapes, on cpu, xla baseline)\n")
 
 
 def test_standalone_tables_format_numbers_as_the_report_does():

@@ -23,7 +23,7 @@ def test_defaults():
     assert c.cold_start and not c.warm_start and c.compile_cache is None
     assert (c.repeat, c.max_time, c.adaptive) == (30, None, False)
     assert c.threads is None and c.cpu_affinity == () and not c.compile_step
-    assert c.phase == "inference"
+    assert c.experiment["mode"] == "inference"
 
 
 def test_first_call_flags(tmp_path):
@@ -46,11 +46,11 @@ def test_threads_affinity_and_compile_step():
     first = min(os.sched_getaffinity(0))
     c = config("--threads", "1", "--cpu-affinity", f"{first}", "--training", "--compile-step")
     assert c.threads == 1 and c.cpu_affinity == (first,)
-    assert c.compile_step and c.phase == "training_step"
+    assert c.compile_step and c.experiment["mode"] == "training_step"
     assert c.output.endswith("performance_training_step_cpu.csv")
     assert not c.step_as_written
     graphs = config("--training", "--compile-step=graphs")
-    assert graphs.compile_step and graphs.step_as_written and graphs.phase == "training_step_graphs"
+    assert graphs.compile_step and graphs.step_as_written and graphs.experiment["mode"] == "training_step_graphs"
     assert graphs.output.endswith("performance_training_step_graphs_cpu.csv")
 
 

@@ -87,7 +87,7 @@ def _v2_run(path, **settings):
                mode="inference", dtype="fp32", dynamic="static")
     row.update(settings)
     store.append_rows(path, [row])
-    key = {c: row[c] for c in store.SETTING_COLUMNS}
+    key = {c: row.get(c) for c in store.SETTING_COLUMNS}
     store.append_samples(store.samples_path(path), [
         store.sample_record("ok_mlp", "eager", "baseline", [0.002] * 6, 0.1, **key),
         store.sample_record("ok_mlp", "eager", "backend", [0.001] * 6, 0.1, **key),

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.run.config import SUITES
 from benchmarks.usage import Parser, UsageError
 
 PROG = "runner.py"
 DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
-SUITES = ("seed", "builtin", "torchbench")  # benchmarks.run.suite.SUITES, without importing torch
 DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
 DEFAULT_REPEAT = 30
 DEFAULT_COLD_START_REPEAT = 3  # a median that one slow process cannot move
@@ -184,6 +184,40 @@ FLAGS_ELSEWHERE = {
     "--tolerance": "the per-model `tolerance:` of configs/models.yaml (--configs YAML for your own)",
 }
 PROFILER_TRACE_FOLDER = "profiler_traces"
+
+# The flags that do not change what is measured, each with the column that
+# records it on the row (None: nothing to record) and why it is not part of
+# the experiment.  Every other flag sets a setting of
+# ``benchmarks.results.schema.SETTINGS`` (or ``MEASURE_FLAGS``);
+# tests/test_experiment.py holds each flag to be one or the other.
+NOT_MEASURED = {
+    "--help": (None, "prints the flags"),
+    "--version": (None, "prints the versions"),
+    "--torchbench-dir": (None, "where TorchBench's models are found; which ones: the suite"),
+    "--list-models": (None, "prints the selection"),
+    "--dry-run": (None, "prints the plan"),
+    "--total-partitions": (None, "a shard of the selection: merge joins the shards"),
+    "--partition-id": (None, "a shard of the selection: merge joins the shards"),
+    "--max-time": ("max_time_s", "how many repeats: the precision, not the experiment"),
+    "--min-repeat": ("min_repeat", "how many repeats: the precision, not the experiment"),
+    "--target-ci": ("target_ci", "how many repeats: the precision, not the experiment"),
+    "--threads": ("threads", "the machine's share the run had; compare names a change"),
+    "--cpu-affinity": ("cpu_affinity", "the machine's share the run had; compare names a change"),
+    "--configs": ("batch_size", "its batch sizes are the rows' batch_size, its tolerances their tolerance"),
+    "--export-profiler-trace": (None, "a diagnostic after timing"),
+    "--explain": (None, "a diagnostic after the run"),
+    "--dump-hlo": (None, "a diagnostic after timing"),
+    "--no-cold-start": ("compilation_kind", "where the first call was timed, beside it"),
+    "--cold-start-latency": ("compilation_kind", "where the first call was timed, beside it"),
+    "--warm-start": ("warm_start_latency", "one more first call, in columns of its own"),
+    "--compile-cache": ("persistent_cache_hits", "first calls only, their cache hits beside them"),
+    "--timeout": (None, "a model past it fails: its status says so"),
+    "--no-isolate": (None, "where models run, for debugging"),
+    "--resume": (None, "how the file is written"),
+    "--overwrite": (None, "how the file is written"),
+    "--output": (None, "where the file is written"),
+    "--output-directory": (None, "where the file is written"),
+}
 
 
 class _Refused(argparse.Action):

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.run.affinity import parse_cpus
-from benchmarks.run.config import RunConfig
+from benchmarks.run.config import TORCH_XLA_BACKENDS, RunConfig
 from benchmarks.usage import UsageError
 from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_REPEAT,
                     DEFAULT_TARGET_CI, DEVICES, PROFILER_TRACE_FOLDER, PROG)
@@ -42,8 +42,7 @@ def run_command(args: argparse.Namespace) -> int:
     os.environ["PJRT_DEVICE"] = DEVICES[config.device]
     beside = f" (written as {output.writing} until the run ends)" if output.staged else ""
     print(f"{PROG}: {len(config.models)} model(s) x {', '.join(config.backends)} "
-          f"vs {config.baseline} baseline ({config.phase}, {config.precision}, {config.dynamic} shapes) "
-          f"-> {config.csv_path}{beside}", file=sys.stderr)
+          f"({config.experiment.caption()}) -> {config.csv_path}{beside}", file=sys.stderr)
     try:
         orchestrate.run(config.replace(output=str(output.writing)))
     except BaseException as stop:  # Ctrl-C, SIGTERM, a crash: the earlier run's files stay
@@ -122,7 +121,7 @@ def _plan(config: RunConfig, settings) -> str:
         _check_run_output(config.csv_path, resume=config.resume, overwrite=False, mode=config.mode)
     except OutputExists as err:
         outputs += f"\nbut {err}" if not config.resume else ""
-    return (f"{config.mode} {config.phase}, {config.precision}, {config.dynamic} shapes, on {config.device}: "
+    return (f"{config.mode}: {config.experiment.caption()}: "
             f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n\n{table}\n\n"
             f"would write (logs only for failed workers):\n{outputs}")
 
@@ -144,10 +143,27 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
     """The RunConfig of validated ``args``: the models selected, the output checked."""
     models = select_models(args)
     backends = parse_backends(args.backend)
-    mode = "accuracy" if args.accuracy else "performance"
-    output = Path(args.output) if args.output else Path(args.output_directory, default_output_name(args))
+    adaptive = args.max_time is not None
+    config = RunConfig(
+        mode="accuracy" if args.accuracy else "performance", training=args.training, backends=backends,
+        use_xla_baseline=args.use_xla_baseline, randomize_input=args.randomize_input,
+        models=tuple(models), suite=args.suite, batch_size=args.batch_size,
+        repeat=args.repeat or (ADAPTIVE_MAX_REPEAT if adaptive else DEFAULT_REPEAT),
+        warmup=args.warmup, device=args.device, seed=args.seed,
+        configs=args.configs, configs_text=_settings(args, settings).text,
+        timeout=args.timeout,
+        isolate=args.isolate, resume=args.resume,
+        precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
+        batch_sizes=parse_batch_sizes(args.batch_sizes),
+        cold_start=args.cold_start, cold_start_repeat=args.cold_start_repeat, warm_start=args.warm_start,
+        max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
+        target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
+        cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=bool(args.compile_step),
+        step_as_written=args.compile_step == "graphs",
+    )
+    output = Path(args.output) if args.output else Path(args.output_directory, config.experiment.file_name())
     try:
-        _check_run_output(output, resume=args.resume, overwrite=args.overwrite, mode=mode)  # removes nothing yet
+        _check_run_output(output, resume=args.resume, overwrite=args.overwrite, mode=config.mode)  # removes nothing yet
     except OutputExists:
         if not args.dry_run:  # the plan says it instead
             raise
@@ -156,46 +172,10 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
     folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
                (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"),
                 ("--compile-cache", "compile_cache"))}
-    adaptive = args.max_time is not None
-    return RunConfig(
-        mode=mode, training=args.training, backends=backends,
-        use_xla_baseline=args.use_xla_baseline, randomize_input=args.randomize_input,
-        models=tuple(models), suite=args.suite, batch_size=args.batch_size,
-        repeat=args.repeat or (ADAPTIVE_MAX_REPEAT if adaptive else DEFAULT_REPEAT),
-        warmup=args.warmup, device=args.device, seed=args.seed,
-        output=str(output), configs=args.configs, configs_text=_settings(args, settings).text,
-        timeout=args.timeout,
-        isolate=args.isolate, resume=args.resume,
-        precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
-        batch_sizes=parse_batch_sizes(args.batch_sizes),
+    return config.replace(
+        output=str(output),
         profiler_trace_dir=folders["--export-profiler-trace"], hlo_dir=folders["--dump-hlo"],
-        cold_start=args.cold_start, cold_start_repeat=args.cold_start_repeat, warm_start=args.warm_start,
-        compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None,
-        max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
-        target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
-        cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=bool(args.compile_step),
-        step_as_written=args.compile_step == "graphs",
-    )
-
-
-def default_output_name(args) -> str:
-    """The CSV a run writes without --output: one name per kind of experiment
-    (mode, phase, device, then whatever differs from the defaults: suite,
-    baseline, dtype, dynamic shapes), so that runs of different kinds, such
-    as ``make bench``'s and a one-model check, never meet in one file."""
-    phase = "training" if args.training else "inference"
-    if args.compile_step:
-        phase = "training_step_graphs" if args.compile_step == "graphs" else "training_step"
-    parts = ["accuracy" if args.accuracy else "performance", phase, args.device]
-    if args.suite != "builtin":
-        parts.append(args.suite)
-    if args.use_xla_baseline:
-        parts.append("xla_baseline")
-    if args.precision not in (None, "fp32"):
-        parts.append(args.precision)
-    if args.dynamic_shapes:
-        parts.append("dynamic")
-    return "_".join(parts) + ".csv"
+        compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None)
 
 
 def _settings(args, settings=None):
@@ -298,7 +278,7 @@ def _check_adaptive(args) -> None:
 # picks: torch_xla's, and torch's own for reference. Any other registered
 # dynamo backend is accepted too.
 OTHER_SUGGESTED_BACKENDS = {
-    "torch_xla's": ("openxla_eval", "openxla"),
+    "torch_xla's": TORCH_XLA_BACKENDS,
     "torch's": ("inductor", "eager", "aot_eager"),
 }
 

@@ -83,20 +83,11 @@ def _error_bars(rows: pd.DataFrame) -> np.ndarray:
     return np.clip(np.vstack([below, above]), 0.0, None)
 
 
-def _values(df: pd.DataFrame, column: str, unknown: str) -> str:
-    if column not in df:
-        return unknown
-    return "/".join(map(str, pd.unique(df[column].dropna()))) or unknown
-
-
 def speedup_title(df: pd.DataFrame) -> str:
-    """``"Speedup over xla baseline (cpu, inference, fp32)"``, with ``dynamic
-    shapes`` when the batch dimension was dynamic."""
-    shapes = _values(df, "dynamic", "static")
-    shapes = "" if shapes == "static" else f", {shapes} shapes"
-    return (f"Speedup over {_values(df, 'baseline', 'unknown')} baseline "
-            f"({_values(df, 'dev', 'unknown device')}, {_values(df, 'mode', 'mode not recorded')}, "
-            f"{_values(df, 'dtype', 'fp32')}{shapes})")
+    """``"Speedup (inference, fp32, on cpu, xla baseline)"``: the brief
+    caption, as the report's title has it, saying ``dynamic shapes`` and
+    ``random inputs`` when they were."""
+    return f"Speedup ({store.caption(store.settings_of(df), brief=True)})"
 
 
 def plot_speedups(df: pd.DataFrame, png_path: str | os.PathLike, title: str | None = None) -> Path:

@@ -233,21 +233,11 @@ def latency_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return ["name", "batch_size", "baseline ms", *(f"{b} ms" for b in backends)], tables.cells(rows)
 
 
-def _values(df: pd.DataFrame, column: str, unknown: str) -> str:
-    """The distinct values of ``column``, /-joined; ``unknown`` if none."""
-    if column not in df:
-        return unknown
-    return "/".join(map(str, _unique(df[column]))) or unknown
-
-
 def describe(df: pd.DataFrame) -> str:
-    """What the rows measured, e.g. ``"inference, bf16, static shapes, on cpu,
-    xla baseline"``; several values are /-joined, unrecorded ones (files of
-    schema version 1) say so."""
-    shapes = _values(df, "dynamic", "static")
-    return (f"{_values(df, 'mode', 'mode not recorded')}, {_values(df, 'dtype', 'fp32')}, "
-            f"{shapes} shapes, on {_values(df, 'dev', 'unknown device')}, "
-            f"{_values(df, 'baseline', 'unknown')} baseline")
+    """What the rows measured, e.g. ``"inference, bf16, static shapes, fixed
+    inputs, on cpu, xla baseline"``; several values are /-joined, unrecorded
+    ones (files of older schema versions) say so (``store.caption``)."""
+    return store.caption(store.settings_of(df))
 
 
 def _baselines(df: pd.DataFrame) -> list[str]:
@@ -269,12 +259,10 @@ def baseline_note(df: pd.DataFrame) -> str | None:
 
 
 def caption(df: pd.DataFrame) -> str:
-    """``"Inference, bf16, static shapes, on cpu, xla baseline (the model run
-    lazily on the XLA device)"``, with what a cycle of batch sizes means when
+    """``"Inference, bf16, static shapes, fixed inputs, on cpu, xla baseline
+    (the model run lazily on the XLA device)"``, with what a cycle of batch sizes means when
     there is one."""
-    text = (f"{_values(df, 'mode', 'mode not recorded')}, {_values(df, 'dtype', 'fp32')}, "
-            f"{_values(df, 'dynamic', 'static')} shapes, on {_values(df, 'dev', 'unknown device')}, "
-            f"{baseline_phrase(df)}")
+    text = store.caption(store.settings_of(df), phrases={"baseline": baseline_phrase(df)})
     text = text[:1].upper() + text[1:]
     if is_accuracy(df) and store.latest(df).duplicated(["name", "backend"]).any():
         text += "; each batch size of the cycle was checked and is a row of its own"
@@ -286,14 +274,12 @@ def caption(df: pd.DataFrame) -> str:
 
 
 def title_suffix(df: pd.DataFrame) -> str:
-    """``" (inference, bf16, cpu, xla baseline)"``: the title's account of the
-    run, saying ``dynamic shapes`` when the batch dimension was dynamic."""
+    """``" (inference, bf16, on cpu, xla baseline)"``: the title's account of
+    the run, saying ``dynamic shapes`` and ``random inputs`` when they were
+    (``store.caption``'s brief form)."""
     if df.empty:
         return ""
-    shapes = _values(df, "dynamic", "static")
-    shapes = "" if shapes == "static" else f"{shapes} shapes, "
-    return (f" ({_values(df, 'mode', 'mode not recorded')}, {_values(df, 'dtype', 'fp32')}, {shapes}"
-            f"{_values(df, 'dev', 'unknown device')}, {_values(df, 'baseline', 'unknown')} baseline)")
+    return f" ({store.caption(store.settings_of(df), brief=True)})"
 
 
 def graph_break_table(breaks: pd.DataFrame) -> tuple[list[str], list[list[str]]]:

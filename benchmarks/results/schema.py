@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, NamedTuple
+from collections import namedtuple
+from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
@@ -65,7 +66,13 @@ import pandas as pd
 #      and cold_starts (how many). Cold rows of versions 3-5 came from one
 #      process each: read with the three empty, not as a range of one.
 #      Samples records keep each process's seconds (cold_first_calls_s).
-SCHEMA_VERSION = 6
+# 7 -- rows say which inputs were timed: inputs (fixed: the same inputs every
+#      repeat; random: fresh ones drawn before each, --randomize-input), part
+#      of the experiment's key.  Rows and samples records of versions 1-6 did
+#      not record it: read as the run's recorded flags imply (a night's
+#      night.json keeps its runner flags), else empty (unknown), never
+#      paired with a row that says which inputs it timed.
+SCHEMA_VERSION = 7
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -179,19 +186,162 @@ COLUMNS: list[Column] = [
     Column("compilation_latency_low", "float64", required=False),  # s; fastest of the cold processes
     Column("compilation_latency_high", "float64", required=False),  # s; slowest of them
     Column("cold_starts", "Int64", required=False),  # fresh processes behind a cold compilation_latency
+    # Version 7: the inputs.
+    Column("inputs", "str", required=False),  # fixed | random (--randomize-input)
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]
 
+# --------------------------------------------------------------------------
+# The experiment: every setting that changes what is measured, declared once
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of an experiment: the row's ``column`` that holds it, the
+    command-line ``flags`` that set it, whether it is part of the experiment's
+    key (``key``: two rows that differ in it measured different things), how
+    a run's value is read from its ``RunConfig`` (``of``; None: it varies
+    within a run, per model or runner), how a caption names a value
+    (``caption``, a format string, and ``unknown`` for a row that did not
+    record it) and the default output name's part for a value (``label``;
+    None: the name leaves it out).  ``quiet``: the value a short caption
+    leaves out."""
+
+    column: str
+    flags: tuple[str, ...]
+    key: bool = True
+    of: Callable[[Any], Any] | None = None
+    caption: str | None = None
+    unknown: str = "unknown"
+    label: Callable[[Any], str | None] | None = None
+    quiet: str | None = None
+
+    def value(self, config: Any) -> Any:
+        return self.of(config) if self.of else None
+
+
+def _mode(config) -> str:
+    """The rows' ``mode``: inference, training (the model compiled), or the
+    whole training step compiled (``--compile-step``): as one graph
+    (training_step) or as written (training_step_graphs)."""
+    if not config.training:
+        return "inference"
+    if not config.compile_step:
+        return "training"
+    return "training_step_graphs" if config.step_as_written else "training_step"
+
+
+# The settings, in the experiment key's order.  A new setting is one line
+# here (and its Column above); tests/test_experiment.py holds every flag of
+# runner.py to be declared here or in cli/flags.py's NOT_MEASURED.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("suite", ("--suite",), of=lambda c: c.suite, caption="{} suite",
+            label=lambda v: None if v == "builtin" else v),
+    Setting("name", ("--only", "--filter", "--exclude", "--exclude-exact")),
+    Setting("backend", ("--backend",)),
+    Setting("baseline", ("--use-xla-baseline",), of=lambda c: "xla" if c.use_xla_baseline else "eager",
+            caption="{} baseline", unknown="unknown baseline",
+            label=lambda v: "xla_baseline" if v == "xla" else None),
+    Setting("dev", ("--device",), of=lambda c: c.device, caption="on {}", unknown="on unknown device",
+            label=lambda v: v),
+    Setting("batch_size", ("--batch-size", "--batch-sizes")),
+    Setting("mode", ("--training", "--inference", "--compile-step"), of=_mode, caption="{}",
+            unknown="mode not recorded", label=lambda v: v),
+    Setting("dtype", ("--float32", "--bfloat16", "--float16", "--amp", "--amp-dtype"),
+            of=lambda c: c.precision, caption="{}", unknown="fp32",
+            label=lambda v: None if v == "fp32" else v),
+    Setting("dynamic", ("--dynamic-shapes",), of=lambda c: "dynamic" if c.dynamic_shapes else "static",
+            caption="{} shapes", unknown="static shapes", quiet="static",
+            label=lambda v: "dynamic" if v == "dynamic" else None),
+    Setting("inputs", ("--randomize-input",), of=lambda c: "random" if c.randomize_input else "fixed",
+            caption="{} inputs", unknown="inputs not recorded", quiet="fixed",
+            label=lambda v: "random_inputs" if v == "random" else None),
+    # On the row, not in the key: how precisely, not what, was measured.
+    Setting("repeat", ("--repeat",), key=False, of=lambda c: c.repeat),
+    Setting("warmup", ("--warmup",), key=False, of=lambda c: c.warmup),
+    Setting("seed", ("--seed",), key=False, of=lambda c: c.seed),
+)
+SETTING_BY_COLUMN = {s.column: s for s in SETTINGS}
+# What a run measures (``Experiment.measure``): speedups or outputs; rows of
+# the two never share a file (``measures``), and their names differ.
+MEASURE_FLAGS = ("--performance", "--accuracy")
+
 # What identifies an experiment: two rows with the same values measured the
 # same thing.  --resume skips them, merge refuses them twice, compare pairs
 # them and calls a pair whose settings differ ``not comparable``.
-KEY_COLUMNS = ("suite", "name", "backend", "baseline", "dev", "batch_size", "mode", "dtype", "dynamic")
+KEY_COLUMNS = tuple(s.column for s in SETTINGS if s.key)
 # The key less the pair it names: a (name, backend) measured with other
 # settings is another experiment.
 SETTING_COLUMNS = tuple(c for c in KEY_COLUMNS if c not in ("name", "backend"))
 # What a version-1 row could only have been (see the history above).
 _V1_DEFAULTS = {"dtype": "fp32", "dynamic": "static"}
+# The caption's order: what ran, then where and against what.
+CAPTION_ORDER = ("mode", "dtype", "dynamic", "inputs", "dev", "baseline")
+
+
+def settings_of(df: pd.DataFrame) -> dict[str, str | None]:
+    """The caption's settings (``CAPTION_ORDER``) of rows: each column's
+    distinct values, /-joined in order of appearance; None where none was
+    recorded."""
+    return {c: "/".join(map(str, pd.unique(df[c].dropna()))) or None if c in df else None
+            for c in CAPTION_ORDER}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A run's experiment: the value of every run-wide setting (those with
+    ``of``), read once from its ``RunConfig``.  The row, the default output
+    name and the caption are made from it; resume, merge and compare pair rows
+    by the key these values are part of."""
+
+    measure: str  # performance | accuracy: never in one file (``measures``)
+    values: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, config: Any) -> "Experiment":
+        return cls(config.mode, tuple((s.column, s.value(config)) for s in SETTINGS if s.of))
+
+    def __getitem__(self, column: str) -> Any:
+        return dict(self.values)[column]
+
+    def row(self) -> dict:
+        """The columns every row of the run shares."""
+        return dict(self.values)
+
+    def file_name(self) -> str:
+        """The CSV a run writes without --output: one name per experiment
+        (what it measures, mode, device, then each setting that differs from
+        the default), so that runs of different experiments, such as
+        ``make bench``'s and a one-model check, never meet in one file."""
+        order = ("mode", "dev", "suite", "baseline", "dtype", "dynamic", "inputs")
+        labels = [SETTING_BY_COLUMN[c].label(self[c]) for c in order]
+        return "_".join([self.measure, *(label for label in labels if label)]) + ".csv"
+
+    def caption(self, brief: bool = False) -> str:
+        return caption({c: self[c] for c in CAPTION_ORDER}, brief=brief)
+
+
+def caption(values: Mapping[str, Any], brief: bool = False, phrases: Mapping[str, str] | None = None) -> str:
+    """``"inference, bf16, static shapes, random inputs, on cpu, xla
+    baseline"``: the settings of ``CAPTION_ORDER`` as ``values`` gives them
+    (a missing or empty value is its setting's ``unknown``); ``brief``
+    leaves out values that are the usual (static shapes, fixed inputs);
+    ``phrases`` replaces a setting's phrase (the report explains baselines)."""
+    parts = []
+    for column in CAPTION_ORDER:
+        setting = SETTING_BY_COLUMN[column]
+        value = values.get(column)
+        unknown = value is None or value == "" or is_missing(value)
+        if phrases and column in phrases:
+            parts.append(phrases[column])
+        elif brief and setting.quiet is not None and (unknown or value == setting.quiet):
+            continue
+        elif unknown:
+            parts.append(setting.unknown)
+        else:
+            parts.append(setting.caption.format(value))
+    return ", ".join(parts)
 
 
 # --------------------------------------------------------------------------
@@ -247,19 +397,12 @@ def latest(df: pd.DataFrame) -> pd.DataFrame:
 # What identifies an experiment
 
 
-class ExperimentKey(NamedTuple):
+class ExperimentKey(namedtuple("ExperimentKey", KEY_COLUMNS, defaults=(None,))):
     """The ``KEY_COLUMNS`` of a row, normalised: ``None`` where a value is
-    missing (unknown), ``batch_size`` an int, everything else a string."""
+    missing (unknown), ``batch_size`` an int, everything else a string; the
+    last (inputs, of schema version 6) unknown unless given."""
 
-    suite: str | None
-    name: str | None
-    backend: str | None
-    baseline: str | None
-    dev: str | None
-    batch_size: int | None
-    mode: str | None
-    dtype: str | None
-    dynamic: str | None
+    __slots__ = ()
 
     @property
     def settings(self) -> tuple:
@@ -354,14 +497,45 @@ def is_missing(value: Any) -> bool:
         return False
 
 
-def migrate(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows of older schema versions in today's terms (see the history)."""
+def migrate(frame: pd.DataFrame, inputs: str | None = None) -> pd.DataFrame:
+    """Rows of older schema versions in today's terms (see the history).
+    ``inputs``: fixed or random, as the run's recorded flags imply, for rows
+    of versions 1-6 (which did not record it); None leaves them unknown."""
     v1 = (frame["schema_version"] == 1).fillna(False).astype(bool)
     if v1.any():
         frame = frame.copy()
         for column, value in _V1_DEFAULTS.items():
             frame.loc[v1 & frame[column].isna(), column] = value
+    if inputs is not None:
+        older = (frame["schema_version"] < 7).fillna(True).astype(bool) & frame["inputs"].isna()
+        if older.any():
+            frame = frame.copy()
+            frame.loc[older, "inputs"] = inputs
     return frame
+
+
+def migrate_record(record: dict, inputs: str | None = None) -> dict:
+    """A samples record (or a row as a dict) of an older version in today's
+    terms: ``inputs`` as for ``migrate``."""
+    missing = is_missing(record.get("inputs")) or not str(record.get("inputs")).strip()
+    if inputs is not None and missing and (_version(record) or 0) < 7:
+        return {**record, "inputs": inputs}
+    return record
+
+
+# A night's record beside its merged CSV, and a shard's beside its CSV
+# (``<stem>.json``), keep the runner flags the rows were run with
+# (``{"runner": {"flags": [...]}}``): what older rows did not record is read
+# from them (``implied_inputs``).
+NIGHT_FILE = "night.json"
+
+
+def implied_inputs(flags: Iterable[str] | None) -> str | None:
+    """The inputs a run of runner.py ``flags`` timed (None: flags unknown)."""
+    if flags is None:
+        return None
+    flags = list(flags)
+    return "random" if "--randomize-input" in flags else "fixed"
 
 
 # One line per distinct break a runner met: the experiment it belongs to, the

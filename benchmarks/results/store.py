@@ -58,7 +58,7 @@ from benchmarks.results.schema import (  # noqa: F401 - the schema, re-exported:
     COLUMNS, CSV_COLUMNS, Column, ExperimentKey, FAILURE_STATUSES, GRAPH_BREAK_COLUMNS,
     GROUP_COLUMNS, KEY_COLUMNS, SAME_CODE_SUITE, SAMPLE_ROLES, SCHEMA_VERSION, SETTING_COLUMNS,
     STATUS_PASS, is_missing, experiment_key, groups, is_finite, key_fields, latest,
-    measures, migrate, pair_experiments, passed,
+    CAPTION_ORDER, NIGHT_FILE, SETTINGS, Experiment, Setting, caption, settings_of, measures, migrate, migrate_record, implied_inputs, pair_experiments, passed,
 )
 
 _NEWLINE = b"\n"
@@ -404,7 +404,7 @@ def read_rows(csv_path: str | os.PathLike, text: str | None = None) -> pd.DataFr
         if column.name not in frame:
             frame[column.name] = pd.Series(index=frame.index, dtype=column.dtype)
     extra = [name for name in frame.columns if name not in CSV_COLUMNS]
-    return migrate(frame[CSV_COLUMNS + extra])
+    return migrate(frame[CSV_COLUMNS + extra], recorded_inputs(csv_path))
 
 
 def read_cells(csv_path: str | os.PathLike) -> list[dict[str, str]]:
@@ -521,8 +521,28 @@ def read_sample_lines(jsonl_path: str | os.PathLike) -> list[tuple[dict, str]]:
 
 
 def read_samples(jsonl_path: str | os.PathLike) -> list[dict]:
-    """All records of ``jsonl_path`` in file order (see ``read_sample_lines``)."""
-    return [record for record, _ in read_sample_lines(jsonl_path)]
+    """All records of ``jsonl_path`` in file order (see ``read_sample_lines``),
+    those of older versions in today's terms (``migrate_record``)."""
+    inputs = recorded_inputs(jsonl_path)
+    return [migrate_record(record, inputs) for record, _ in read_sample_lines(jsonl_path)]
+
+
+def recorded_inputs(path: str | os.PathLike) -> str | None:
+    """The inputs (fixed or random) the run behind a result file timed, as
+    the runner flags recorded beside it imply: a shard's ``<stem>.json``, a
+    night's ``night.json``; None when none records them (rows of schema
+    version 6 and later say it themselves)."""
+    path = Path(path)
+    for record in (path.with_suffix(".json"), path.parent / NIGHT_FILE):
+        try:
+            meta = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        runner = meta.get("runner") if isinstance(meta, dict) else None
+        flags = runner.get("flags") if isinstance(runner, dict) else None
+        if isinstance(flags, list):
+            return implied_inputs(flags)
+    return None
 
 
 # --------------------------------------------------------------------------

@@ -11,10 +11,19 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.results.schema import Experiment
+
 # --float32 / --bfloat16 / --float16 / --amp -> the row's dtype: the model and
 # its floating inputs are cast to the torch dtype; amp keeps them fp32 and
 # runs the step under autocast (bf16, on the device that runs the step).
 PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "amp": None}
+# The suites (``benchmarks.run.suite``): seed, ten of the built-in models;
+# builtin, all of ours; torchbench, a pytorch/benchmark checkout's.
+SUITES = ("seed", "builtin", "torchbench")
+# torch_xla's backends: their graphs run on the XLA device, as ours
+# (``xla_backends.BACKENDS``) do; any other backend runs on the host
+# (``benchmarks.run.placement``).
+TORCH_XLA_BACKENDS = ("openxla_eval", "openxla")
 
 
 @dataclass(frozen=True)
@@ -71,11 +80,6 @@ class RunConfig:
         return self.max_time is not None
 
     @property
-    def dynamic(self) -> str:
-        """The rows' ``dynamic`` column."""
-        return "dynamic" if self.dynamic_shapes else "static"
-
-    @property
     def amp(self) -> bool:
         return self.precision == "amp"
 
@@ -85,19 +89,18 @@ class RunConfig:
         return "cpu" if self.device == "cpu" else "accelerator"
 
     @property
-    def baseline(self) -> str:
-        return "xla" if self.use_xla_baseline else "eager"
+    def experiment(self) -> Experiment:
+        """What the run measures: every setting of ``schema.SETTINGS`` read
+        from this config, once (the config is frozen)."""
+        found = self.__dict__.get("_experiment")
+        if found is None:
+            found = Experiment.of(self)
+            object.__setattr__(self, "_experiment", found)
+        return found
 
     @property
-    def phase(self) -> str:
-        """The rows' ``mode``: a training run with the whole step compiled
-        (``compile_step``) is an experiment of its own, as one graph or as
-        written (``step_as_written``)."""
-        if not self.training:
-            return "inference"
-        if not self.compile_step:
-            return "training"
-        return "training_step_graphs" if self.step_as_written else "training_step"
+    def baseline(self) -> str:
+        return self.experiment["baseline"]
 
     def settings(self):
         """configs/ as the run read it when it started (``configs_text``), the

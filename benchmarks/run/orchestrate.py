@@ -99,7 +99,7 @@ def run(config: RunConfig) -> Path:
         print(f"nothing left to run: {csv_path} has a row of every experiment selected",
               file=sys.stderr)
         return csv_path
-    with tqdm(total=len(todo), unit="model", desc=f"{config.mode} {config.phase}", file=sys.stderr,
+    with tqdm(total=len(todo), unit="model", desc=f"{config.mode} {config.experiment['mode']}", file=sys.stderr,
               dynamic_ncols=True) as progress:
         for name, backends in todo:
             progress.set_postfix_str(f"running {name}")

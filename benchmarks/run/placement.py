@@ -36,14 +36,13 @@ from torch.utils import _pytree as pytree
 
 import xla_backends
 
-from benchmarks.run.config import PRECISIONS
+from benchmarks.run.config import PRECISIONS, TORCH_XLA_BACKENDS
 from benchmarks.run.measure import Contender
 from benchmarks.models.spec import call
 from benchmarks.run.probes import Probe
 
 # Backends whose graphs run on the XLA device: ours and torch_xla's; any
 # other runs on the host.
-TORCH_XLA_BACKENDS = ("openxla", "openxla_eval")
 XLA_BACKENDS = frozenset({*xla_backends.BACKENDS, *TORCH_XLA_BACKENDS})
 LEARNING_RATE = 0.01
 
@@ -60,20 +59,25 @@ def baseline_contender(module: torch.nn.Module, use_xla: bool, training: bool = 
     return _contender(name, module, use_xla, None, training, precision, grad=grad)
 
 
+# The rows' modes (``schema.SETTINGS``) that compile the whole training step,
+# and how: as one graph, or as written.
+STEP_KINDS = {"training_step": "whole", "training_step_graphs": "as_written"}
+
+
 def backend_contender(module: torch.nn.Module, backend: str, training: bool = False,
-                      precision: str = "fp32", on_graph=None, compile_step: bool = False,
-                      step_as_written: bool = False, grad: bool = False) -> Contender:
+                      precision: str = "fp32", on_graph=None, mode: str | None = None,
+                      grad: bool = False) -> Contender:
     """``on_graph(gm, example_inputs)``, when given, sees every graph dynamo
-    hands to the backend, before the backend compiles it. ``compile_step``
-    (training): the whole step is compiled, forward, loss, backward and
-    optimizer step, not just the model: as one graph
-    (``xla_backends.step``), or with ``step_as_written`` the step function
-    as written, which dynamo breaks into graphs at ``backward()``. ``grad``:
-    as for ``baseline_contender``."""
+    hands to the backend, before the backend compiles it. ``mode``: the
+    experiment's (the rows' ``mode``); with ``training_step`` the whole
+    step is compiled, forward, loss, backward and optimizer step, not just
+    the model, as one graph (``xla_backends.step``), with
+    ``training_step_graphs`` the step function as written, which dynamo
+    breaks into graphs at ``backward()``. ``grad``: as for
+    ``baseline_contender``."""
     compile_with = _observed(backend, on_graph) if on_graph else backend
-    step_kind = ("as_written" if step_as_written else "whole") if compile_step else None
     return _contender(backend, module, runs_on_xla(backend), compile_with, training, precision,
-                      step_kind, grad)
+                      STEP_KINDS.get(mode), grad)
 
 
 def _observed(backend: str, on_graph):

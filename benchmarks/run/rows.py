@@ -59,11 +59,8 @@ def row_base(config: RunConfig, name: str, batch_size: int | None = None) -> dic
     it runs at) shares, before the model is loaded: the experiment's key and
     what ran it."""
     return {
-        "dev": config.device, "name": name,
-        "batch_size": batch_size or batch_sizes(config, name)[0],
-        "baseline": config.baseline, "suite": config.suite, "mode": config.phase,
-        "dtype": config.precision, "dynamic": config.dynamic, "repeat": config.repeat,
-        "warmup": config.warmup, "seed": config.seed, "timestamp": provenance.timestamp(),
+        **config.experiment.row(), "name": name,
+        "batch_size": batch_size or batch_sizes(config, name)[0], "timestamp": provenance.timestamp(),
         **provenance.versions(), **provenance.machine(),
         "threads": thread_count(config), "cpu_affinity": format_cpus(allowed_cpus(config)),
         **({"min_repeat": config.min_repeat, "max_time_s": config.max_time,

@@ -37,6 +37,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from benchmarks.models.spec import Inputs, ModelSpec, TensorSpec
+from benchmarks.run.config import SUITES
 
 __all__ = [
     "SUITES", "Benchmark", "Inputs", "ModelSpec", "TensorSpec", "UnknownModelError",
@@ -44,7 +45,6 @@ __all__ = [
     "get_spec", "load",
 ]
 
-SUITES = ("seed", "builtin", "torchbench")
 NOT_INSTALLED = "not_installed"
 UNSUPPORTED = "unsupported"
 

@@ -145,14 +145,13 @@ def _baseline_contender(config: RunConfig, module):
     return dataclasses.replace(contender, name=BASELINE_KEY)
 
 
-def _contender_of(config: RunConfig, module, key: str):
-    """The contender named ``key`` (``BASELINE_KEY`` or a backend), built afresh."""
+def _contender_of(config: RunConfig, module, key: str, on_graph=None):
+    """The contender named ``key`` (``BASELINE_KEY`` or a backend), built
+    afresh; ``on_graph`` sees a backend's graphs (``--dump-hlo``)."""
     if key == BASELINE_KEY:
         return _baseline_contender(config, module)
-    return placement.backend_contender(module, key, config.training, config.precision,
-                                       compile_step=config.compile_step,
-                                       step_as_written=config.step_as_written,
-                                       grad=config.grad_in_inference)
+    return placement.backend_contender(module, key, config.training, config.precision, on_graph=on_graph,
+                                       mode=config.experiment["mode"], grad=config.grad_in_inference)
 
 
 def _backend_contenders(config: RunConfig, module, bases: list[dict], result: ModelResult) -> list:
@@ -455,9 +454,8 @@ def _dump_hlo(config: RunConfig, bench, inputs) -> None:
         probes.write_hlo(config.hlo_dir, _file_stem(bench.name, BASELINE_KEY, config), contender.probe.hlo)
     for backend in filter(placement.runs_on_xla, config.backends):
         graphs = []
-        contender = placement.backend_contender(bench.module, backend, config.training, config.precision,
-                                                on_graph=lambda gm, ex: graphs.append(probes.graph_hlo(gm, ex)),
-                                                grad=config.grad_in_inference)
+        contender = _contender_of(config, bench.module, backend,
+                                  on_graph=lambda gm, ex: graphs.append(probes.graph_hlo(gm, ex)))
         _try(f"tracing {backend} for its HLO", lambda: contender.step(contender.prepare(inputs)))
         probes.write_hlo(config.hlo_dir, _file_stem(bench.name, backend, config), graphs)
 
