@@ -209,6 +209,7 @@ NOT_MEASURED = {
     "--dump-hlo": (None, "a diagnostic after timing"),
     "--no-cold-start": ("compilation_kind", "where the first call was timed, beside it"),
     "--cold-start-latency": ("compilation_kind", "where the first call was timed, beside it"),
+    "--cold-start-repeat": ("cold_starts", "how many fresh processes the first call's median is of"),
     "--warm-start": ("warm_start_latency", "one more first call, in columns of its own"),
     "--compile-cache": ("persistent_cache_hits", "first calls only, their cache hits beside them"),
     "--timeout": (None, "a model past it fails: its status says so"),
