@@ -169,6 +169,16 @@ def test_ctrl_c_during_an_overwrite_keeps_the_earlier_files(tmp_path, fast, caps
     assert not partial.exists() and not store.markdown_path(partial).exists()
 
 
+def test_overwrite_into_a_new_output_replaces_an_interrupted_runs_partial_files(tmp_path, fast, capsys):
+    out_csv = tmp_path / "run.csv"
+    write_earlier_run(store.partial_path(out_csv))  # a run stopped before it had a file of its own
+    code, _, err = run([*fast, "--only", "ok_mlp", "--no-isolate", "--output", str(out_csv), "--overwrite"],
+                       capsys)
+    assert code == 0, err
+    assert store.read_rows(out_csv)["name"].tolist() == ["ok_mlp"]
+    assert not store.has_outputs(store.partial_path(out_csv))
+
+
 def test_a_crash_during_an_overwrite_keeps_the_earlier_files(tmp_path, fast, capsys, monkeypatch):
     out_csv = tmp_path / "run.csv"
     earlier = write_earlier_run(out_csv)

@@ -72,6 +72,8 @@ def _stopped(output, stop: BaseException) -> int:
         if output.writing.exists():
             report.finish(output.writing)
             _print_written(output.writing)
+    except KeyboardInterrupt:  # a second Ctrl-C: no report, the line still comes
+        pass
     finally:
         print(f"{PROG}: {output.stopped(signals.describe(stop))}", file=sys.stderr)
     if isinstance(stop, KeyboardInterrupt):

@@ -56,12 +56,13 @@ class Output:
         """The output of a run to ``csv_path``; with ``overwrite`` and an
         earlier run's files there, written beside them (an earlier
         interrupted run's partial files are replaced)."""
-        if overwrite and store.has_outputs(csv_path):
-            staged = store.partial_path(csv_path)
-            store.clear_outputs(staged)
+        if not overwrite:
+            return cls(csv_path, csv_path)
+        staged = store.partial_path(csv_path)
+        store.clear_outputs(staged)  # an earlier interrupted run's: replaced too
+        if store.has_outputs(csv_path):
             return cls(csv_path, staged)
-        if overwrite:
-            store.clear_outputs(csv_path)  # a stray logs folder
+        store.clear_outputs(csv_path)  # a stray logs folder
         return cls(csv_path, csv_path)
 
     @property
