@@ -18,7 +18,7 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--output results/performance_inference_cpu_builtin.csv
 
 .PHONY: install install-light lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts nightly clean browser dashboard \
-	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary \
+	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary nightly-notify \
 	torchbench-install
 
 install: $(STAMP)
@@ -168,6 +168,11 @@ nightly-history:
 
 nightly-publish:
 	$(PYTHON) -m benchmarks.nightly publish --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
+
+# A red night: a GitHub issue (or a comment on the open one) and ::error annotations.
+# The system Python and the standard library only: its job installs nothing.
+nightly-notify:
+	$(PYTHON) -m benchmarks.nightly notify --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
 
 # The history as a static site: $(SITE_DIR)/index.html.
 dashboard: $(REPORT_STAMP)

@@ -76,6 +76,10 @@ def test_a_slower_row_is_followed_as_slower_only():
     assert bisect._state("no change", slower, 0.5, 0.2) == bisect.GOOD
     assert bisect._state("no change", slower, 0.5, 0.3) == bisect.SKIP
     assert bisect._state("faster", slower, 0.5, float("nan")) == bisect.SKIP
+    # At BAD itself (nothing followed yet): not reproduced only below the threshold (0.05 here).
+    assert bisect._state("no change", None, 0.1, 0.04) == bisect.GOOD
+    assert bisect._state("no change", None, 0.1, 0.3) == bisect.SKIP
+    assert bisect._state(slower, None, 0.1, 0.3) == bisect.BAD
     # A run that fails where a slowdown is followed cannot say whether it is slower.
     assert bisect._state(failure, slower) == bisect.SKIP
     assert bisect._state("inconclusive", slower) == bisect.SKIP

@@ -54,6 +54,9 @@ NOT_RUN = {
     "python runner.py bisect GOOD BAD --only squeezenet1_1 --backend torchxla_trace_once --use-xla-baseline":
         "runs the harness at each probed commit of a real history; tests/test_bisect.py bisects a "
         "throwaway repository built from this tree",
+    "python runner.py bisect <baseline night's commit> <tonight's commit> --only resnet18 --backend "
+    "torchxla_trace_once --suite builtin --repeat 8 --metric first-call":
+        "the notify job's issue shows it with two real commits; tests/test_notify.py checks the command",
     "git clone https://github.com/pytorch/benchmark ~/torchbench":
         "needs the network (GitHub)",
     "cd ~/torchbench && python install.py resnet18 hf_Bert ...":

@@ -233,7 +233,7 @@ def test_report_steps_import_only_the_light_install(tmp_path):
 
 
 def test_the_steps_before_any_install_need_only_the_standard_library(tmp_path):
-    """plan, light-requirements, summary and the results-branch steps run on
+    """plan, light-requirements, summary, notify and the results-branch steps run on
     the runner's own Python before (or without) any install: every import
     beyond the standard library and the project is refused, and they work."""
     (tmp_path / "hook").mkdir()
@@ -243,7 +243,7 @@ def test_the_steps_before_any_install_need_only_the_standard_library(tmp_path):
     env.pop("GITHUB_STEP_SUMMARY", None)
     steps = [["plan", "--shards", "2"], ["light-requirements"],
              ["summary", "--root", str(tmp_path), "--date", "2026-01-02"],
-             ["publish", "--help"], ["fetch-history", "--help"]]
+             ["publish", "--help"], ["fetch-history", "--help"], ["notify", "--help"]]
     for step in steps:
         done = subprocess.run([sys.executable, "-m", "benchmarks.nightly", *step], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=120)

@@ -193,7 +193,7 @@ def test_nightly_shape():
                                                            "torchbench_models", "date"}
     assert workflow["permissions"] == {}
     jobs = workflow["jobs"]
-    assert list(jobs) == ["plan", "shard", "merge", "publish", "pages"]
+    assert list(jobs) == ["plan", "shard", "merge", "publish", "notify", "pages"]
     assert jobs["shard"]["needs"] == "plan"
     assert jobs["shard"]["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
     assert jobs["shard"]["strategy"]["fail-fast"] is False
@@ -245,7 +245,7 @@ def test_only_the_publish_job_can_write_and_it_installs_nothing():
     no cache, no install), and no checkout anywhere keeps its credentials."""
     jobs = _load(WORKFLOWS / "nightly.yml")["jobs"]
     writers = {name for name, job in jobs.items() if "write" in job.get("permissions", {}).values()}
-    assert writers == {"publish", "pages"}
+    assert writers == {"publish", "notify", "pages"}
     # actions: read, to download the night by run id when re-run alone
     assert jobs["publish"]["permissions"] == {"contents": "write", "actions": "read"}
     assert jobs["pages"]["permissions"] == {"pages": "write", "id-token": "write", "actions": "read"}
@@ -259,6 +259,22 @@ def test_only_the_publish_job_can_write_and_it_installs_nothing():
         assert recipe.group(1).strip() == "" and "$(PYTHON) -m benchmarks.nightly" in recipe.group(2)
     pages = [s["uses"].split("@")[0] for s in jobs["pages"]["steps"]]
     assert pages == ["actions/download-artifact", "actions/upload-pages-artifact", "actions/deploy-pages"]
+
+
+def test_a_red_night_reaches_a_person_from_a_job_that_installs_nothing():
+    """The notify job holds issues: write and nothing else, runs after a
+    failed gate only, and runs the standard library on the system Python."""
+    jobs = _load(WORKFLOWS / "nightly.yml")["jobs"]
+    notify = jobs["notify"]
+    assert notify["permissions"] == {"issues": "write"}
+    assert notify["needs"] == ["plan", "merge"] and "needs.merge.outputs.gate == 'failure'" in notify["if"]
+    assert jobs["merge"]["outputs"]["gate"] == "${{ steps.gate.outcome }}"
+    assert [s["run"] for s in notify["steps"] if "run" in s] == ["make nightly-notify"]
+    assert {s["uses"].split("@")[0] for s in notify["steps"] if "uses" in s} == {"actions/checkout",
+                                                                                "actions/download-artifact"}
+    assert [s["env"] for s in notify["steps"] if "run" in s] == [{"GITHUB_TOKEN": "${{ github.token }}"}]
+    recipe = re.search(r"^nightly-notify:(.*)\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), flags=re.M)
+    assert recipe.group(1).strip() == "" and "$(PYTHON) -m benchmarks.nightly notify" in recipe.group(2)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

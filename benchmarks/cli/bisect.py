@@ -188,8 +188,10 @@ def judge(good: Runs, probe: Runs, metric: str, policy: argparse.Namespace,
         if row.key in old and row.key in new and old[row.key].ratios and new[row.key].ratios:
             low, high = (v - 1 for v in stats.speedup_ci(new[row.key].ratios, old[row.key].ratios))
         rows[row.key] = (row.mark, row.change, low, high, row.note)
-        at_bad = follow.get(row.key) if follow is not None else None
-        states.append(_state(row.mark, *(at_bad or (None, math.nan)), high))
+        # At BAD itself, "not reproduced" needs the interval below the
+        # threshold: a noisy "no change" is measured again first.
+        at_bad = follow.get(row.key) if follow is not None else (None, 2 * policy.threshold)
+        states.append(_state(row.mark, *at_bad, high))
     if follow is not None and len(rows) < len(follow):
         states.append(SKIP)
     if BAD in states:
@@ -204,15 +206,14 @@ def _state(mark: str, at_bad: str | None, bad_change: float = math.nan, high: fl
     """Bad when the row regressed as it did at BAD (at BAD itself: either
     way). Good, for a slowdown of ``bad_change`` at BAD, only when the
     change's upper bound ``high`` is below half of it: "no change" under
-    noise as wide as the regression is no evidence."""
+    noise as wide as the regression is no evidence (at BAD itself,
+    ``bad_change`` is twice the threshold: below the threshold)."""
     from benchmarks.results import compare
 
     regressed = {compare.SLOWER, compare.NEW_FAILURE} if at_bad is None else {at_bad}
     if mark in regressed:
         return BAD
-    if at_bad is None and mark in (compare.NO_CHANGE, compare.FASTER):
-        return GOOD
-    if at_bad == compare.SLOWER and mark in (compare.NO_CHANGE, compare.FASTER):
+    if at_bad in (None, compare.SLOWER) and mark in (compare.NO_CHANGE, compare.FASTER):
         return GOOD if math.isfinite(high) and math.isfinite(bad_change) and high < bad_change / 2 else SKIP
     if at_bad == compare.NEW_FAILURE and mark in (compare.NO_CHANGE, compare.FASTER, compare.INCONCLUSIVE,
                                                   compare.SLOWER):
@@ -375,8 +376,9 @@ def _search(search: Search, echo: Callable[[str], None]) -> int:
     at_bad = search.probe(search.commits[-1], None)
     follow = {k: r[:2] for k, r in at_bad.rows.items() if r[0] in (compare.SLOWER, compare.NEW_FAILURE)}
     if at_bad.state != BAD or not follow:
-        echo(f"not reproduced: BAD is {at_bad.state} against GOOD "
-             f"({at_bad.why or 'no row slower or newly failing'}); nothing to bisect")
+        why = ("no row slower or newly failing" if at_bad.state == GOOD else
+               f"it cannot tell: {at_bad.why}; more --rounds or a quieter machine may")
+        echo(f"not reproduced: BAD is {at_bad.state} against GOOD ({why}); nothing to bisect")
         return 1
     first, left = search.run(follow)
     if first < 0:

@@ -28,6 +28,7 @@ it through ``make nightly-*`` targets::
     summary                      why a night was not judged, for $GITHUB_STEP_SUMMARY
     fetch-history                check out the results branch as ROOT (a git worktree)
     publish                      commit ROOT/D's merged files to the results branch and push
+    notify [--label L]           a red night: open a GitHub issue, or comment on the open one
     light-requirements           the packages merge, gate and the dashboard need (no torch)
 
 The modules, one concern each:
@@ -43,6 +44,7 @@ The modules, one concern each:
 * ``gate``: the judgement, with confirmation re-runs;
 * ``summary``: the run's first page when the gate wrote none;
 * ``publish``: the results branch (fetch-history, publish);
+* ``notify``: a red night's GitHub issue and annotations (standard library only);
 * ``whole``: the whole night on one machine.
 
 The previous nights live on a git branch (default ``nightly-results``)

@@ -1,0 +1,155 @@
+"""A red night reaches a person (``python -m benchmarks.nightly notify``): a
+GitHub issue per red night, or a comment on the open one, never a duplicate;
+``::error`` annotations per failing row. GitHub's API is a local fake that
+records the calls."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from benchmarks import nightly
+from benchmarks.nightly import gate, notify
+from benchmarks.nightly.night import NIGHT_FILE, update_json
+from test_policies import TONIGHT, _night, _remeasuring, _slow_first_call_night
+
+REPOSITORY = "team/bench"
+COMMITS = {"2026-01-03": "a" * 40, TONIGHT: "b" * 40, "2026-01-05": "c" * 40}
+FLAGS = ["--performance", "--suite", "builtin", "--repeat", "8", "--use-xla-baseline", "--only", "x,y"]
+
+
+class FakeGitHub:
+    """Issues of one repository, kept in memory; every call recorded."""
+
+    def __init__(self):
+        self.calls, self.issues, self.comments = [], [], []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _reply(self, value, status=200):
+                data = json.dumps(value).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                fake.calls.append(("GET", self.path, None, self.headers.get("Authorization")))
+                label = self.path.split("labels=")[1].split("&")[0]
+                self._reply([i for i in fake.issues if label in i["labels"] and i["state"] == "open"])
+
+            def do_POST(self):
+                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.calls.append(("POST", self.path, payload, self.headers.get("Authorization")))
+                if self.path == f"/repos/{REPOSITORY}/issues":
+                    issue = {"number": len(fake.issues) + 1, "state": "open", **payload}
+                    fake.issues.append(issue)
+                    self._reply(issue, 201)
+                else:
+                    fake.comments.append((int(self.path.split("/")[-2]), payload["body"]))
+                    self._reply({"id": len(fake.comments)}, 201)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def github(monkeypatch):
+    fake = FakeGitHub()
+    monkeypatch.setenv("GITHUB_API_URL", fake.url)
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPOSITORY)
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    yield fake
+    fake.server.shutdown()
+
+
+def _stamp(root, date):
+    """The night's rows ran COMMITS[date]; its night.json records its flags and run."""
+    csv = root / date / "performance.csv"
+    text = csv.read_text().splitlines()
+    header = text[0].split(",")
+    column = header.index("commit")
+    rows = [line.split(",") for line in text[1:]]
+    for row in rows:
+        row[column] = COMMITS[date]
+    csv.write_text("\n".join([text[0], *[",".join(r) for r in rows]]) + "\n")
+    update_json(root / date / NIGHT_FILE, {"partial": "", "runner": {"flags": FLAGS},
+                                           "run_url": f"https://github.com/{REPOSITORY}/actions/runs/7",
+                                           "repository_url": f"https://github.com/{REPOSITORY}"})
+
+
+@pytest.fixture
+def red_nights(tmp_path):
+    """Baseline nights, then two red nights: a first-call and a memory
+    regression on the 4th, also a new failure on the 5th."""
+    entries = _slow_first_call_night(tmp_path)
+    for date in ("2026-01-03", TONIGHT):
+        _stamp(tmp_path, date)
+    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=_remeasuring(entries, [])) == 1
+    worse = [(n, kw) if n != "steady" else (n, dict(status="fail_to_run")) for n, kw in entries]
+    _night(tmp_path / "2026-01-05", worse, "performance.csv")
+    _stamp(tmp_path, "2026-01-05")
+    assert gate.run(tmp_path, "2026-01-05", gate.Policy(), remeasure=_remeasuring(worse, [])) == 1
+    return tmp_path
+
+
+def _notify(root, date, *flags):
+    return nightly.main(["notify", "--root", str(root), "--date", date, *flags])
+
+
+def test_two_red_nights_open_one_issue_then_comment_on_it(red_nights, github, capsys):
+    assert _notify(red_nights, TONIGHT) == 0
+    assert [(m, p.split("?")[0]) for m, p, *_ in github.calls] == [
+        ("GET", f"/repos/{REPOSITORY}/issues"), ("POST", f"/repos/{REPOSITORY}/issues")]
+    assert all(auth == "Bearer t0ken" for *_, auth in github.calls)
+    [issue] = github.issues
+    assert issue["labels"] == [notify.LABEL]
+    assert issue["title"] == f"Nightly {TONIGHT}: FAIL (failed policies: first_call, host_memory)"
+    text = issue["body"]
+    assert "| compiles | torchxla_trace_once | slower | 2.00x [1.88, 2.14] | first_call |" in text
+    assert "| grows | torchxla_trace_once | slower | 1.33x" in text
+    # Links: both nights' commits, the run, the page.
+    assert f"[aaaaaaaaaaaa](https://github.com/{REPOSITORY}/commit/{'a' * 40})" in text
+    assert f"[bbbbbbbbbbbb](https://github.com/{REPOSITORY}/commit/{'b' * 40})" in text
+    assert f"(https://github.com/{REPOSITORY}/actions/runs/7)" in text and "(https://team.github.io/bench/)" in text
+    # The exact bisect command per regressed row: GOOD = the baseline night's commit, BAD = tonight's.
+    assert (f"python runner.py bisect {'a' * 40} {'b' * 40} --only compiles --backend torchxla_trace_once "
+            "--suite builtin --repeat 8 --use-xla-baseline --metric first-call") in text
+    assert f"--only grows --backend torchxla_trace_once --suite builtin --repeat 8 --use-xla-baseline " \
+           "--metric memory" in text
+    out = capsys.readouterr().out
+    assert f"::error title=Nightly {TONIGHT} first_call::compiles / torchxla_trace_once: slower, ratio 2.00x" in out
+    assert f"opened issue #1" in out
+
+    github.calls.clear()
+    assert _notify(red_nights, "2026-01-05") == 0
+    assert [(m, p.split("?")[0]) for m, p, *_ in github.calls] == [
+        ("GET", f"/repos/{REPOSITORY}/issues"), ("POST", f"/repos/{REPOSITORY}/issues/1/comments")]
+    assert len(github.issues) == 1  # never a duplicate
+    [(number, comment)] = github.comments
+    assert number == 1 and comment.startswith("# Nightly 2026-01-05: FAIL (1 new failure")
+    assert "| steady | torchxla_trace_once | new failure |" in comment
+    assert f"python runner.py bisect {'b' * 40} {'c' * 40} --only steady" in comment
+    assert "commented on issue #1" in capsys.readouterr().out
+
+
+def test_a_green_night_tells_nobody(tmp_path, github, capsys):
+    _slow_first_call_night(tmp_path)
+    calm = [("compiles", dict(first_call=(1.5, 0.5))), ("grows", dict(host_mb=(900.0, 800.0)))]
+    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=_remeasuring(calm, [])) == 0
+    assert _notify(tmp_path, TONIGHT) == 0
+    assert github.calls == [] and "nobody to tell" in capsys.readouterr().out
+
+
+def test_a_refusing_api_is_exit_1_and_a_night_without_a_gate_exit_2(red_nights, github, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")  # nothing listens there
+    assert _notify(red_nights, TONIGHT) == 1
+    assert "GitHub's API refused" in capsys.readouterr().err
+    assert _notify(red_nights, "2026-01-01") == 2
+    err = capsys.readouterr().err
+    assert "no readable compare.json" in err and len(err.strip().splitlines()) == 1
