@@ -134,7 +134,8 @@ NIGHTLY_ROOT ?= results/nightly
 SITE_DIR ?= results/site
 
 nightly-plan:
-	@$(PYTHON) -m benchmarks.nightly plan --shards "$${NIGHTLY_SHARDS:-4}" --date "$${NIGHTLY_DATE:-}"
+	@$(PYTHON) -m benchmarks.nightly plan --shards "$${NIGHTLY_SHARDS:-4}" --date "$${NIGHTLY_DATE:-}" \
+		--repeat "$${NIGHTLY_REPEAT:-}"
 
 nightly-shard: install
 	set --; if [ "$${NIGHTLY_SUITE:-}" = torchbench ]; then set -- --torchbench-dir "$${TORCHBENCH_DIR:-torchbench}"; fi; \

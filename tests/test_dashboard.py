@@ -814,3 +814,19 @@ def test_a_year_of_nights_on_disk(browser, tmp_path, capsys):
               f"{index.stat().st_size / 1e6:.2f} MB, first chart drawn {first_s:.2f} s, every chart drawn "
               f"{load_s:.2f} s, select a model {select_s:.2f} s")
     assert load_s < YEAR_LOAD_LIMIT_S
+
+
+def test_the_page_names_the_nights_that_never_ran(tmp_path):
+    """Two days without a scheduled night (one had an ad-hoc run only): the
+    nights table says which; a history without a gap says nothing."""
+    frames = history_frames(6, MODELS, BACKENDS, seed=5)
+    kept = [frames[i] for i in (0, 1, 2, 5)]
+    nights = [dashboard.Night(date, tmp_path / date, {"kind": "ad-hoc"} if i == 2 else {})
+              for i, (date, _) in enumerate(kept)]
+    history = dashboard.combine([(i, df) for i, (_, df) in enumerate(kept)])
+    page = dashboard.write_site(tmp_path / "site", nights, history).read_text()
+    assert f"Missing nights (no scheduled night ran): {kept[2][0]}, {frames[3][0]}, {frames[4][0]}" in page
+    assert "ad-hoc</span>" in page
+    whole = dashboard.write_site(tmp_path / "site2", [dashboard.Night(d, tmp_path / d) for d, _ in frames[:3]],
+                                 dashboard.combine([(i, df) for i, (_, df) in enumerate(frames[:3])])).read_text()
+    assert "missing-nights" not in whole

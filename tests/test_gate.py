@@ -391,6 +391,24 @@ def test_an_unknown_night_kind_is_bad_input(tmp_path, monkeypatch, capsys):
     assert "NIGHTLY_KIND='nightly'" in capsys.readouterr().err
 
 
+def test_the_next_night_names_the_scheduled_nights_that_never_ran(tmp_path):
+    """Nights 1 and 2 ran, then nothing until night 5 but an ad-hoc
+    dispatch on night 3: night 5's report (and so the run's page) names
+    nights 3 and 4 as missing; a night after its predecessor names none."""
+    for index in (0, 1):
+        _write_night(tmp_path, DATES[index], {DRIFT: 0.8}, seed=index)
+    _write_night(tmp_path, DATES[2], {DRIFT: 0.8}, seed=2)
+    write_json(tmp_path / DATES[2] / NIGHT_FILE, {"partial": "", "kind": "ad-hoc"})
+    _write_night(tmp_path, DATES[4], {DRIFT: 0.8}, seed=4)
+    assert _gate(tmp_path, DATES[4]) == 0
+    assert _verdict(tmp_path, DATES[4])["missing_nights"] == [DATES[2], DATES[3]]
+    report = (tmp_path / DATES[4] / "compare.md").read_text()
+    assert f"## Missing nights\n\nNo scheduled night ran on {DATES[2]}, {DATES[3]}" in report
+    assert _gate(tmp_path, DATES[1]) == 0
+    assert _verdict(tmp_path, DATES[1])["missing_nights"] == []
+    assert "Missing nights" not in (tmp_path / DATES[1] / "compare.md").read_text()
+
+
 # --------------------------------------------------------------------------
 # The A/A script's bookkeeping (the nights themselves are real runs: see
 # benchmarks/tools/aa_nights.py; here they are written from chosen ratios)

@@ -96,6 +96,28 @@ def test_plan_needs_only_the_standard_library():
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.parametrize("argv", [["plan", "--repeat", "3"], ["plan", "--repeat", "x"],
+                                  ["shard", "--shards", "1", "--shard", "0", "--", "--repeat", "4"],
+                                  ["shard", "--shards", "1", "--shard", "0", "--", "--repeat=2"],
+                                  ["--", "--repeat", "1"]])
+def test_a_repeat_count_the_gate_cannot_judge_is_refused(argv, tmp_path, capsys):
+    """Below compare's --min-samples every row is inconclusive and every
+    night would pass without comparing anything: the plan (and a shard, or
+    the whole night) refuses it before anything runs."""
+    extra = [] if argv[0] == "plan" else ["--root", str(tmp_path)]
+    where = 1 if argv[0] in ("plan", "shard") else 0
+    assert nightly.main([*argv[:where], *extra, *argv[where:]]) == 2
+    assert "at least 5 timed repeats" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_plans_minimum_repeat_is_the_gates_minimum_samples():
+    from benchmarks.nightly import gate, plan
+
+    assert plan.MIN_REPEAT == gate.Policy().min_samples
+    assert nightly.main(["plan", "--repeat", "5", "--date", "2026-01-02"]) == 0
+
+
 # --------------------------------------------------------------------------
 # shard
 
@@ -110,14 +132,14 @@ def test_a_shard_runs_the_nights_settings_on_its_share(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(cli, "run_benchmarks", lambda flags, backends, **job: calls.append((flags, backends, job)) or 0)
     args = _shard_args("--root", str(tmp_path), "--date", "2026-01-02", "--shards", "4", "--shard", "1",
-                       "--backends", "openxla_eval", "--filter", "^a", "--", "--repeat", "3")
+                       "--backends", "openxla_eval", "--filter", "^a", "--", "--repeat", "5")
     csv_path = shard_csv(args.root, args.date, args.shard)
     assert csv_path == tmp_path / "2026-01-02" / "shards" / "shard-1.csv"
     assert shard_step.shard(args) == 0
     flags, backends, job = calls[-1]
     parsed = cli._job(flags, backends, **job)
     assert (parsed.backend, parsed.output, parsed.filter, parsed.repeat, parsed.partition_id,
-            parsed.total_partitions, parsed.resume) == (["openxla_eval"], str(csv_path), ["^a"], 3, 1, 4, False)
+            parsed.total_partitions, parsed.resume) == (["openxla_eval"], str(csv_path), ["^a"], 5, 1, 4, False)
     assert parsed.performance and parsed.use_xla_baseline and parsed.randomize_input
     place_run(FIXTURES / "new.csv", csv_path)  # a partial shard from an earlier attempt
     assert shard_step.shard(_shard_args("--root", str(tmp_path), "--date", "2026-01-02", "--shards", "4",

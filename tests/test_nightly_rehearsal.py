@@ -169,13 +169,13 @@ def test_every_checkout_of_this_repository_is_refused_to_plain_git(tmp_path, ori
 @pytest.mark.slow
 def test_two_nights_from_scratch(tmp_path, origin):
     """Two consecutive cron nights on the tiny lennard_jones model (one
-    backend, three repeats): the first starts the results branch, the second
+    backend, five repeats): the first starts the results branch, the second
     compares with it, and its merge job is re-run.  Prints the wall time of
     each night."""
     if shutil.which("faketime") is None:
         pytest.fail("faketime not found: run `make faketime` (apt-get install faketime)")
     settings = {"NIGHTLY_SHARDS": "1", "NIGHTLY_FILTER": "^lennard_jones$", "NIGHTLY_BACKENDS": "openxla_eval",
-                "NIGHTLY_REPEAT": "3"}
+                "NIGHTLY_REPEAT": "5"}
     yesterday, today = _yesterday(), _today()
     walls = []
     for night, clock in ((1, {"plan": "-1d"}), (2, {})):

@@ -388,7 +388,7 @@ def test_nightly_steps_on_two_models(tmp_path):
     lennard_jones, two shards, merge, gate against a prior night, dashboard."""
     root, site = tmp_path / "nightly", tmp_path / "site"
     env = {"NIGHTLY_DATE": "2026-01-02", "NIGHTLY_SHARDS": "2", "NIGHTLY_BACKENDS": "openxla_eval",
-           "NIGHTLY_FILTER": "^(squeezenet1_1|lennard_jones)$", "NIGHTLY_ARGS": "--repeat 3 --warmup 1"}
+           "NIGHTLY_FILTER": "^(squeezenet1_1|lennard_jones)$", "NIGHTLY_ARGS": "--repeat 5 --warmup 1"}
     plan = make("nightly-plan", root, site, **env)
     assert json.loads(plan.stdout.splitlines()[2].split("=", 1)[1]) == [0, 1]
     for shard in ("0", "1"):

@@ -43,7 +43,7 @@ from benchmarks import cli
 from benchmarks.cli import compare as compare_cli
 from benchmarks.nightly import history
 from benchmarks.nightly.night import (COMPARE_MD, COMPARE_PNG, CONFIRM_DIR, NIGHT_FILE, RESULT, VERDICT_FILE,
-                                      Night, date_arg, read_state)
+                                      Night, date_arg, listed_dates, read_state)
 from benchmarks.results import compare, plots, policies, store
 from benchmarks.usage import UsageError
 
@@ -193,7 +193,18 @@ def no_baseline(root: Path, date: str, baseline: history.Baseline) -> tuple[str,
 # The step
 
 
-def _write(folder: Path, markdown: str, json_text: str) -> None:
+def missing_section(missing: Sequence[str]) -> str:
+    """What the report says of the scheduled nights that never ran."""
+    if not missing:
+        return ""
+    return (f"\n## Missing nights\n\nNo scheduled night ran on {listed_dates(missing)}: the schedule may "
+            "have been disabled (GitHub turns off a public repository's schedule after 60 days without "
+            "activity on its default branch) or the run never started; see docs/nightly.md.\n")
+
+
+def _write(folder: Path, markdown: str, json_text: str, missing: Sequence[str] = ()) -> None:
+    markdown += missing_section(missing)
+    json_text = json.dumps({**json.loads(json_text), "missing_nights": list(missing)}, indent=1) + "\n"
     (folder / COMPARE_MD).write_text(markdown, encoding="utf-8")
     (folder / VERDICT_FILE).write_text(json_text, encoding="utf-8")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -210,11 +221,14 @@ def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_
     if not (folder / RESULT).is_file():
         raise UsageError(f"{folder / RESULT} not found: run (or merge) the night first")
     baseline = history.choose_baseline(root, date, window, pin, previous)
+    missing = history.missing_before(root, date)
+    if missing:
+        print(f"nightly gate: MISSING NIGHTS: no scheduled night ran on {listed_dates(missing)}", file=sys.stderr)
     if not baseline.runs:
         text, verdict, code = no_baseline(root, date, baseline)
         print(text, file=sys.stderr, end="")
         _write(folder, text, json.dumps({"verdict": verdict, "exit_code": code, "baseline": None,
-                                         "rows": []}, indent=1) + "\n")
+                                         "rows": []}, indent=1) + "\n", missing)
         return code
     print(f"nightly gate: baseline: {baseline.describe()}", file=sys.stderr)
     try:
@@ -230,7 +244,7 @@ def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_
     markdown = compare.render_markdown(comparison) + "\n## Policies\n\n" + policies.render(found, markdown=True)
     if verdict != compare.verdict(comparison):
         markdown = f"**Night: {verdict}**\n\n" + markdown
-    _write(folder, markdown, json.dumps(store.plain(document), indent=1, allow_nan=False) + "\n")
+    _write(folder, markdown, json.dumps(store.plain(document), indent=1, allow_nan=False) + "\n", missing)
     plots.plot_comparison(comparison, folder / COMPARE_PNG)
     return code
 

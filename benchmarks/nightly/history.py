@@ -40,7 +40,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.nightly.night import RESULT, Night, night_folders
+from benchmarks.nightly.night import RESULT, Night, missing_dates, night_folders
 from benchmarks.results import store
 from benchmarks.usage import UsageError
 
@@ -144,3 +144,17 @@ def choose_baseline(root: Path, date: str, window: int = DEFAULT_NIGHTS, pin: st
     chosen.reverse()
     return Baseline("nights", tuple(n.csv for n in chosen), tuple(n.date for n in chosen), window,
                     tuple(skipped), tuple(unreadable))
+
+
+def missing_before(root: Path, date: str) -> list[str]:
+    """The days between the last scheduled night before ``date`` and
+    ``date`` on which no scheduled night ran (a disabled schedule, a run
+    that never started); an ad-hoc night fills no such day."""
+    earlier = []
+    for folder in night_folders(root, before=date):
+        try:
+            if not Night.read(folder).ad_hoc:
+                earlier.append(folder.name)
+        except ValueError:
+            earlier.append(folder.name)  # unreadable, but it ran
+    return missing_dates([earlier[-1], date]) if earlier else []

@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 RESULT = "performance.csv"
 NIGHT_FILE = "night.json"
@@ -222,6 +222,28 @@ def night_folders(root: Path, before: str | None = None) -> list[Path]:
     those strictly before ``before`` when given."""
     return sorted(p.parent for p in root.glob(f"*/{RESULT}")
                   if DATE.match(p.parent.name) and (before is None or p.parent.name < before))
+
+
+def missing_dates(dates: Iterable[str], until: str | None = None) -> list[str]:
+    """The days from the first of ``dates`` to ``until`` (default: the last
+    of them) that are not among ``dates``: nights that never ran."""
+    days = sorted({datetime.date.fromisoformat(d) for d in dates})
+    if not days:
+        return []
+    last = datetime.date.fromisoformat(until) if until else days[-1]
+    have, day, missing = set(days), days[0], []
+    while day < last:
+        if day not in have:
+            missing.append(day.isoformat())
+        day += datetime.timedelta(days=1)
+    return missing
+
+
+def listed_dates(dates: Sequence[str], limit: int = 10) -> str:
+    """``2026-01-03, 2026-01-04`` or, for many, the first and last and how many."""
+    if len(dates) <= limit:
+        return ", ".join(dates)
+    return f"{dates[0]} .. {dates[-1]} ({len(dates)} nights)"
 
 
 def dated_folders(root: Path) -> list[Path]:

@@ -14,6 +14,9 @@ from pathlib import Path
 from benchmarks.nightly.night import date_arg
 
 MAX_SHARDS = 64
+# compare's default --min-samples (benchmarks.cli.compare): with fewer timed
+# repeats a row is never compared, and every night would "PASS (inconclusive)".
+MIN_REPEAT = 5
 # Distributions the run needs but merge, gate and the dashboard never import.
 HEAVY = frozenset({"torch", "torchvision", "torch_xla", "timm", "transformers"})
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -26,10 +29,24 @@ def shards_arg(text: str) -> int:
     return int(text)
 
 
+def repeat_arg(text: str) -> int | None:
+    """A night's timed repeats: none given (the harness's default), or at
+    least MIN_REPEAT, which the gate can judge (an argparse type)."""
+    if not text.strip():
+        return None
+    if not text.strip().isdigit() or int(text) < MIN_REPEAT:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the gate judges a row on at least {MIN_REPEAT} timed repeats (compare's "
+            f"--min-samples); with fewer every night would pass as inconclusive")
+    return int(text)
+
+
 def add_arguments(p: argparse.ArgumentParser, step: str) -> None:
     if step == "plan":
         p.add_argument("--shards", type=shards_arg, default=4, help="number of shard jobs")
         p.add_argument("--date", default="", type=date_arg, help="the night (default: today, UTC)")
+        p.add_argument("--repeat", default="", type=repeat_arg,
+                       help=f"the night's timed repeats, checked here (at least {MIN_REPEAT})")
 
 
 def plan(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchmarks import cli
 from benchmarks.nightly.night import shard_csv, shard_meta_path, write_json
-from benchmarks.nightly.plan import shards_arg
+from benchmarks.nightly.plan import repeat_arg, shards_arg
 from benchmarks.usage import UsageError
 
 NIGHTLY_BACKENDS = ("torchxla_trivial", "torchxla_trace_once", "openxla_eval", "inductor")
@@ -55,6 +55,14 @@ def check_runner_args(args: argparse.Namespace) -> None:
     clash = sorted(OWNED_FLAGS.intersection(a.split("=")[0] for a in args.runner_args))
     if clash:
         raise UsageError(f"the nightly job sets {', '.join(clash)} itself")
+    given = args.runner_args
+    repeats = [value for flag, value in zip(given, [*given[1:], ""]) if flag == "--repeat"]
+    repeats += [a.split("=", 1)[1] for a in given if a.startswith("--repeat=")]
+    for value in repeats:
+        try:
+            repeat_arg(value or "?")
+        except argparse.ArgumentTypeError as err:
+            raise UsageError(f"--repeat {err}") from None
 
 
 def runner_record(args: argparse.Namespace) -> dict:

@@ -25,7 +25,7 @@ import pandas as pd
 from benchmarks.results import store
 
 from benchmarks.results.dashboard import aggregate, pairs
-from benchmarks.nightly.night import COMPARE_MD, REPORT, Night
+from benchmarks.nightly.night import COMPARE_MD, REPORT, Night, listed_dates, missing_dates
 
 ASSETS = ("dashboard.css", "dashboard.js", "plotly-basic.min.js")
 TEMPLATE = "index.html"
@@ -143,7 +143,10 @@ def nights_table(nights: Sequence[Night], data: dict, links: dict[str, dict[str,
         css = ' class="fail"' if night.gate_failed else ""
         rows.append(f'<tr{css} data-night="{index}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "<tr><th>night</th><th>gate</th><th>commit, CI run</th><th>report</th><th>comparison</th></tr>"
-    return f'<table id="nights"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    missing = missing_dates([n.date for n in nights if not n.ad_hoc])
+    gap = (f'<p class="missing" id="missing-nights">Missing nights (no scheduled night ran): '
+           f'{html.escape(listed_dates(missing, limit=30))}</p>' if missing else "")
+    return gap + f'<table id="nights"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _number(value, fmt: str, suffix: str = "") -> str:
