@@ -61,9 +61,10 @@ def test_output_path_follows_mode_and_output_directory():
 
 def test_flags_reach_the_config():
     c = config("--accuracy", "--use-xla-baseline", "--randomize-input", "--batch-size", "4",
-               "--repeat", "5", "--warmup", "2", "--seed", "7", "--timeout", "60", "--no-isolate")
+               "--repeat", "5", "--warmup", "2", "--seed", "7", "--timeout", "60")
     assert (c.mode, c.baseline, c.randomize_input, c.batch_size) == ("accuracy", "xla", True, 4)
-    assert (c.repeat, c.warmup, c.seed, c.timeout, c.isolate) == (5, 2, 7, 60.0, False)
+    assert (c.repeat, c.warmup, c.seed, c.timeout, c.isolate) == (5, 2, 7, 60.0, True)
+    assert not config("--no-isolate").isolate
     assert RunConfig.from_json(c.to_json()) == c  # what a worker receives
 
 
@@ -393,7 +394,7 @@ def test_only_takes_lists_and_repeats_and_filters_ignore_case():
 
 def test_pytorch_harness_flags_keep_their_meaning():
     assert config("--devices", "cpu").device == config("-d", "CPU").device == "cpu"
-    assert config("--no-cold-start", "--cold-start-latency").cold_start
+    assert config("--cold-start-latency").cold_start and not config("--no-cold-start").cold_start
     assert config("--warm-start-latency").warm_start
     assert config("--amp", "--amp-dtype", "bfloat16").precision == "amp"
     c = config("--export-profiler-trace", "--only", "resnet18", "--output-directory", "out")

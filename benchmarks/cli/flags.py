@@ -13,6 +13,11 @@ from benchmarks.usage import Parser, UsageError
 
 PROG = "runner.py"
 DEFAULT_BACKENDS = ("torchxla_trivial", "torchxla_trace_once")
+# With --training: a step's backward needs a backend that gives gradients.
+DEFAULT_TRAINING_BACKENDS = ("torchxla_trivial", "aot_torchxla_trace_once")
+# Inference backends of ours, and the one to name instead with --training.
+FOR_TRAINING = {"torchxla_trace_once": "aot_torchxla_trace_once"}
+DEFAULT_TIMEOUT = 900.0
 DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
 DEFAULT_REPEAT = 30
 DEFAULT_COLD_START_REPEAT = 3  # a median that one slow process cannot move
@@ -47,7 +52,8 @@ def _experiment(p: argparse.ArgumentParser) -> None:
                         "(graphs; rows of mode training_step_graphs)")
     p.add_argument("--backend", action="append", metavar="NAME",
                    help="dynamo backend to measure; repeat it or separate names with commas "
-                        f"(default: {','.join(DEFAULT_BACKENDS)})")
+                        f"(default: {','.join(DEFAULT_BACKENDS)}; with --training "
+                        f"{','.join(DEFAULT_TRAINING_BACKENDS)})")
     p.add_argument("--use-xla-baseline", action="store_true",
                    help="baseline: the model run lazily on the XLA device instead of eager on the host")
     p.add_argument("--randomize-input", action="store_true", help="draw fresh inputs every repeat")
@@ -55,10 +61,11 @@ def _experiment(p: argparse.ArgumentParser) -> None:
 
 def _selection(p: argparse.ArgumentParser) -> None:
     sel = p.add_argument_group("model selection")
-    sel.add_argument("--only", action="append", metavar="NAME",
+    pick = sel.add_mutually_exclusive_group()  # --only names the models; -k would silently narrow them
+    pick.add_argument("--only", action="append", metavar="NAME",
                      help="run just these models: repeat it or separate names with commas "
                           "(names match case-insensitively)")
-    sel.add_argument("-k", "--filter", action="append", default=[], metavar="REGEX",
+    pick.add_argument("-k", "--filter", action="append", default=[], metavar="REGEX",
                      help="run models whose name matches, ignoring case (repeatable)")
     sel.add_argument("-x", "--exclude", action="append", default=[], metavar="REGEX",
                      help="skip models whose name matches, ignoring case (repeatable)")
@@ -75,7 +82,7 @@ def _selection(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--dry-run", action="store_true",
                      help="print what would run (models x backends, batch sizes, output files) and exit")
     sel.add_argument("--total-partitions", type=int, default=1, metavar="N",
-                     help="split the selected models into N shards (for CI)")
+                     help="split the selected models into N shards (for CI; default 1: all of them)")
     sel.add_argument("--partition-id", type=int, default=None, metavar="I",
                      help="with --total-partitions: run shard I (0-based)")
 
@@ -99,10 +106,10 @@ def _measurement(p: argparse.ArgumentParser) -> None:
                         "runner (default: one per CPU the worker may use)")
     m.add_argument("--cpu-affinity", metavar="CPUS",
                    help="pin each worker to these CPUs, as taskset -c takes them (e.g. 0-3,6)")
-    m.add_argument("--warmup", type=int, default=3, help="warm-up calls; the first is timed alone")
+    m.add_argument("--warmup", type=int, default=3, help="warm-up calls; the first is timed alone (default 3)")
     m.add_argument("--device", "--devices", "-d", type=_device, default="cpu",
                    help=f"XLA device (PJRT_DEVICE): {', '.join(sorted(DEVICES))} (default cpu)")
-    m.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
+    m.add_argument("--seed", type=int, default=0, help="seed of weights and inputs (default 0)")
     m.add_argument("--configs", metavar="YAML", help="per-model settings (default configs/models.yaml)")
     prec = m.add_mutually_exclusive_group()
     prec.add_argument("--float32", dest="precision", action="store_const", const="fp32",
@@ -113,9 +120,9 @@ def _measurement(p: argparse.ArgumentParser) -> None:
                       help="cast the model and its floating inputs to float16")
     prec.add_argument("--amp", dest="precision", action="store_const", const="amp",
                       help="float32 model under autocast (bfloat16) on the device that runs the step")
-    m.add_argument("--amp-dtype", choices=("bfloat16", "float16"),
+    m.add_argument("--amp-dtype", type=_amp_dtype, metavar="bfloat16",
                    help="with --amp: the autocast dtype (bfloat16 only here)")
-    m.add_argument("--dynamic-shapes", action="store_true",
+    m.add_argument("--dynamic-shapes", "--dynamic-batch-only", action="store_true",
                    help="mark the batch dimension dynamic (torch._dynamo.mark_dynamic)")
     m.add_argument("--batch-sizes", metavar="N,N,...",
                    help="cycle these batch sizes across repeats; one row per batch size")
@@ -136,11 +143,12 @@ def _diagnostics(p: argparse.ArgumentParser) -> None:
 
 def _first_calls(p: argparse.ArgumentParser) -> None:
     f = p.add_argument_group("first calls")
-    f.add_argument("--no-cold-start", dest="cold_start", action="store_false",
+    cold = f.add_mutually_exclusive_group()
+    cold.add_argument("--no-cold-start", dest="cold_start", action="store_false",
                    help="time each runner's first call in the measuring process instead of a fresh "
                         "process of its own (faster; another runner's executable may then serve it: "
-                        "compilation_kind in_process)")
-    f.add_argument("--cold-start-latency", dest="cold_start", action="store_true",
+                        "compilation_kind in_process; default: a fresh process, --cold-start-latency)")
+    cold.add_argument("--cold-start-latency", dest="cold_start", action="store_true",
                    help="time each runner's first call in a fresh process (the default here)")
     f.add_argument("--cold-start-repeat", type=int, default=DEFAULT_COLD_START_REPEAT, metavar="N",
                    help="fresh processes per runner for its cold first call, the runners taking "
@@ -156,9 +164,11 @@ def _first_calls(p: argparse.ArgumentParser) -> None:
 
 def _running(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("running")
-    r.add_argument("--timeout", type=float, default=900.0, help="seconds per model (default 900)")
+    r.add_argument("--timeout", type=float, default=None,
+                   help=f"seconds per model, in its own process (default {DEFAULT_TIMEOUT:g})")
     r.add_argument("--no-isolate", dest="isolate", action="store_false",
-                   help="run models in this process (for debugging)")
+                   help="run models in this process, with no --timeout (for debugging; default: each model "
+                        "in its own process)")
     r.add_argument("--resume", action="store_true", help="complete an existing output, skipping done rows")
     r.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
@@ -182,6 +192,15 @@ def _pytorch_names(p: argparse.ArgumentParser) -> None:
 FLAGS_ELSEWHERE = {
     "--iterations": "--repeat N (timed repeats, each one step) and --warmup N",
     "--tolerance": "the per-model `tolerance:` of configs/models.yaml (--configs YAML for your own)",
+    "--nopython": "nothing: a graph break here is measured and reported (--explain), never an error",
+    "--inductor": "--backend inductor (any registered dynamo backend is measured on the host)",
+    "--xla": "--backend NAME: every backend of ours runs on XLA (torchxla_trace_once, "
+             "aot_torchxla_trace_once with --training)",
+    "--trace-on-xla": "--backend torchxla_trace_once (dynamo's graphs are traced on the XLA device "
+                      "by every XLA backend)",
+    "--use-eval-mode": "nothing: inference runs in eval mode, --training in train mode",
+    "--batch-size-file": "--configs YAML (batch sizes per model in configs/models.yaml's format)",
+    "--log-graph-breaks": "--explain (graph breaks with reasons; every run also writes NAME_graph_breaks.csv)",
 }
 PROFILER_TRACE_FOLDER = "profiler_traces"
 
@@ -243,9 +262,22 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def _amp_dtype(name: str) -> str:
+    if name == "bfloat16":
+        return name
+    if name == "float16":
+        raise argparse.ArgumentTypeError("float16: --amp autocasts to bfloat16 only here "
+                                         "(--float16 casts the model and its inputs instead)")
+    raise argparse.ArgumentTypeError(f"{name!r}: --amp autocasts to bfloat16 only here")
+
+
 def _device(name: str) -> str:
     if name.lower() in DEVICES:
         return name.lower()
+    if name.lower() == "xla":
+        raise argparse.ArgumentTypeError(
+            "'xla': every backend here already runs on XLA; --device names the XLA device's kind "
+            f"(PJRT_DEVICE): {' or '.join(sorted(DEVICES))} (cpu: XLA's CPU client)")
     raise argparse.ArgumentTypeError(
         f"{name!r}: this harness runs XLA on {' or '.join(sorted(DEVICES))} (torch_xla 2.9 has no "
         "CUDA device; --device cpu runs the XLA CPU client)")

@@ -19,7 +19,7 @@ from benchmarks.run.affinity import parse_cpus
 from benchmarks.run.config import TORCH_XLA_BACKENDS, RunConfig
 from benchmarks.usage import UsageError
 from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_REPEAT,
-                    DEFAULT_TARGET_CI, DEVICES, PROFILER_TRACE_FOLDER, PROG)
+                    DEFAULT_TARGET_CI, DEFAULT_TIMEOUT, DEFAULT_TRAINING_BACKENDS, FOR_TRAINING, DEVICES, PROFILER_TRACE_FOLDER, PROG)
 from benchmarks.cli.selection import select_models, use_torchbench_dir
 
 
@@ -144,7 +144,7 @@ def validate(args: argparse.Namespace) -> None:
 def _config(args: argparse.Namespace, settings=None) -> RunConfig:
     """The RunConfig of validated ``args``: the models selected, the output checked."""
     models = select_models(args)
-    backends = parse_backends(args.backend)
+    backends = parse_backends(args.backend, training=args.training)
     adaptive = args.max_time is not None
     config = RunConfig(
         mode="accuracy" if args.accuracy else "performance", training=args.training, backends=backends,
@@ -153,7 +153,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         repeat=args.repeat or (ADAPTIVE_MAX_REPEAT if adaptive else DEFAULT_REPEAT),
         warmup=args.warmup, device=args.device, seed=args.seed,
         configs=args.configs, configs_text=_settings(args, settings).text,
-        timeout=args.timeout,
+        timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         isolate=args.isolate, resume=args.resume,
         precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
         batch_sizes=parse_batch_sizes(args.batch_sizes),
@@ -165,7 +165,8 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
     )
     output = Path(args.output) if args.output else Path(args.output_directory, config.experiment.file_name())
     try:
-        _check_run_output(output, resume=args.resume, overwrite=args.overwrite, mode=config.mode)  # removes nothing yet
+        _check_run_output(output, resume=args.resume, overwrite=args.overwrite, mode=config.mode,
+                          repeat=config.repeat)  # removes nothing yet
     except OutputExists:
         if not args.dry_run:  # the plan says it instead
             raise
@@ -235,8 +236,13 @@ def _check_numbers(args) -> None:
         raise UsageError("--compile-step compiles a training step; add --training")
     if args.warmup < 1:
         raise UsageError(f"--warmup must be at least 1 (the first call is timed), got {args.warmup}")
-    if not args.timeout > 0:
+    if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+    if args.timeout is not None and not args.isolate:
+        raise UsageError("--timeout applies to models in their own process; --no-isolate runs them "
+                         "in this one, with no timeout: pick one")
+    if args.output is not None and not args.output.strip():
+        raise UsageError("--output needs a file name (leave it out for the default under --output-directory)")
     if args.total_partitions < 1:
         raise UsageError(f"--total-partitions must be at least 1, got {args.total_partitions}")
     if args.partition_id is not None:
@@ -247,9 +253,6 @@ def _check_numbers(args) -> None:
                              f"got {args.partition_id}")
     if args.amp_dtype is not None and args.precision != "amp":
         raise UsageError("--amp-dtype applies to --amp; add --amp (or --bfloat16/--float16 to cast the model)")
-    if args.amp_dtype == "float16":
-        raise UsageError("--amp-dtype float16: --amp autocasts to bfloat16 only here "
-                         "(--float16 casts the model and its inputs instead)")
     if args.resume and args.overwrite:
         raise UsageError("--resume and --overwrite contradict each other; pick one")
     if args.batch_sizes is not None:
@@ -291,11 +294,19 @@ def suggested_backends() -> dict[str, tuple[str, ...]]:
     return {"ours": tuple(xla_backends.BACKENDS), **OTHER_SUGGESTED_BACKENDS}
 
 
-def parse_backends(values: list[str] | None) -> tuple[str, ...]:
-    names = [n.strip() for v in (values or [",".join(DEFAULT_BACKENDS)]) for n in v.split(",")]
+def parse_backends(values: list[str] | None, training: bool = False) -> tuple[str, ...]:
+    """The backends named (default: ``DEFAULT_BACKENDS``, or with
+    ``training`` ``DEFAULT_TRAINING_BACKENDS``); an inference backend of ours
+    named for training is refused with the one to name instead."""
+    default = DEFAULT_TRAINING_BACKENDS if training else DEFAULT_BACKENDS
+    names = [n.strip() for v in (values or [",".join(default)]) for n in v.split(",")]
     names = list(dict.fromkeys(n for n in names if n))
     if not names:
         raise UsageError("--backend needs at least one name")
+    for name in names if training else ():
+        if name in FOR_TRAINING:
+            raise UsageError(f"--training: {name} is an inference backend (it gives no gradients); "
+                             f"use {FOR_TRAINING[name]}")
     available = available_backends()
     for name in names:
         if name not in available:
@@ -321,7 +332,8 @@ class OutputExists(UsageError):
     """The output's files are an earlier run's: a run stops, a dry run says so."""
 
 
-def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: str = "performance") -> None:
+def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: str = "performance",
+                      repeat: int | None = None) -> None:
     """Refuse an output that cannot be written, or one that would be lost
     (``OutputExists``, which a dry run reports instead), or a --resume of
     a file this run cannot complete."""
@@ -334,10 +346,10 @@ def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: st
     except store.OutputError as err:
         raise UsageError(str(err)) from None
     if resume and csv_path.exists() and csv_path.stat().st_size > 0:
-        _check_resumable(csv_path, mode)
+        _check_resumable(csv_path, mode, repeat)
 
 
-def _check_resumable(csv_path: Path, mode: str) -> None:
+def _check_resumable(csv_path: Path, mode: str, repeat: int | None = None) -> None:
     """--resume appends rows: the file must have exactly the columns we write,
     and rows that measured what this run measures (``mode``)."""
     from benchmarks.results import store
@@ -356,6 +368,10 @@ def _check_resumable(csv_path: Path, mode: str) -> None:
     except ValueError as err:  # a cell that is no number, a row of the wrong length
         raise UsageError(f"cannot --resume {csv_path}: {str(err).strip().splitlines()[0]}") from None
     other = _measured_otherwise(rows, mode)
+    resumed = sorted({int(float(r["repeat"])) for r in rows if r.get("repeat", "").strip()})
+    if repeat is not None and resumed and resumed != [repeat]:
+        raise UsageError(f"cannot --resume {csv_path} with --repeat {repeat}: its rows were timed with "
+                         f"--repeat {'/'.join(map(str, resumed))}; pass that, or another --output")
     if other:
         raise UsageError(f"cannot --resume {csv_path} in {mode} mode: it holds {other} rows "
                          f"(--{other}); pass another --output, or run with --{other}")

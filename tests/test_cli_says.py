@@ -1,0 +1,86 @@
+"""A command line that says what it will do: training's backends, flags that
+contradict each other, PyTorch's harness's flags, --help's defaults."""
+import argparse
+
+import pytest
+
+from benchmarks import cli
+from benchmarks.cli import flags
+from benchmarks.results import store
+
+ONE = ["--suite", "seed", "--only", "resnet18"]
+
+
+def _config(*argv):
+    return cli.make_config(cli.build_parser().parse_args([*ONE, *argv]))
+
+
+def _refused(capsys, *argv) -> str:
+    assert cli.main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_training_runs_the_training_backends_by_default():
+    assert _config("--training").backends == ("torchxla_trivial", "aot_torchxla_trace_once")
+    assert _config().backends == ("torchxla_trivial", "torchxla_trace_once")
+
+
+def test_an_inference_backend_named_for_training_gets_one_line_naming_ours(capsys):
+    err = _refused(capsys, *ONE, "--training", "--backend", "torchxla_trace_once", "--dry-run")
+    assert "aot_torchxla_trace_once" in err and "torchxla_trace_once is an inference backend" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["--cold-start-latency", "--no-cold-start"],
+    ["--no-isolate", "--timeout", "60"],
+    ["-k", "resnet"],  # with ONE's --only
+    ["--output", ""],
+], ids=str)
+def test_contradictory_flags_are_refused(argv, capsys):
+    _refused(capsys, *ONE, "--backend", "eager", *argv, "--dry-run")
+
+
+def test_resume_with_another_repeat_than_its_rows_is_refused(tmp_path, capsys):
+    out = tmp_path / "run.csv"
+    store.append_rows(out, [dict(dev="cpu", name="resnet18", batch_size=1, backend="eager", baseline="eager",
+                                 status="pass", speedup=1.0, repeat=10)])
+    err = _refused(capsys, *ONE, "--backend", "eager", "--resume", "--output", str(out), "--repeat", "30")
+    assert "--repeat 10" in err
+    assert _config("--backend", "eager", "--resume", "--output", str(out), "--repeat", "10").repeat == 10
+
+
+@pytest.mark.parametrize("flag", ["--nopython", "--inductor", "--xla", "--trace-on-xla", "--use-eval-mode",
+                                  "--batch-size-file", "--log-graph-breaks", "--iterations", "--tolerance"])
+def test_pytorch_harness_flags_without_a_twin_name_ours(flag, capsys):
+    err = _refused(capsys, flag)
+    assert "PyTorch's harness's flag; here use" in err
+
+
+def test_dynamic_batch_only_is_accepted_as_dynamic_shapes():
+    assert _config("--backend", "eager", "--dynamic-batch-only").dynamic_shapes
+
+
+def test_device_xla_is_explained_in_xlas_terms(capsys):
+    err = _refused(capsys, "-d", "xla")
+    assert "CUDA" not in err and "already runs on XLA" in err
+
+
+def test_help_shows_every_default_and_lists_no_refused_value():
+    parser = cli.build_parser()
+    text = parser.format_help()
+    assert "float16}" not in text and "{bfloat16" not in text
+    lacking = []
+    for action in parser._actions:
+        shown = action.help not in (None, argparse.SUPPRESS)
+        if shown and action.default not in (None, False, [], argparse.SUPPRESS) and "default" not in action.help:
+            lacking.append(action.option_strings[0])
+    assert lacking == []
+    with pytest.raises(cli.UsageError, match="bfloat16 only"):
+        parser.parse_args(["--amp", "--amp-dtype", "float16"])
+
+
+def test_every_refused_flag_is_named_in_flags_elsewhere():
+    assert {"--nopython", "--inductor", "--xla", "--trace-on-xla", "--use-eval-mode", "--batch-size-file",
+            "--log-graph-breaks"} <= set(flags.FLAGS_ELSEWHERE)
