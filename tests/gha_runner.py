@@ -83,13 +83,14 @@ class Run:
     def __init__(self, workflow: Path, origin: Path, folder: Path, *, event: str = "schedule",
                  run_id: int = 1, variables: dict | None = None, inputs: dict | None = None,
                  repositories: dict[str, Path] | None = None, venv: Path = Path(sys.prefix),
-                 clock: dict[str, str] | None = None, uid: int = RUNNER_UID):
+                 clock: dict[str, str] | None = None, uid: int = RUNNER_UID, api_url: str | None = None):
         self.workflow = yaml.safe_load(workflow.read_text())
         self.origin, self.folder, self.event, self.run_id = origin, folder, event, run_id
         self.vars, self.inputs = dict(variables or {}), dict(inputs or {})
         self.repositories = dict(repositories or {})  # "owner/name" -> a local repository standing in
         self.checked_out: list[tuple[str, str | None]] = []  # (repository, ref) of each checkout
         self.venv, self.clock, self.uid = venv, dict(clock or {}), uid
+        self.api_url = api_url  # GitHub's REST API as the steps see it (a fake standing in)
         self.artifacts = folder / "artifacts"
         self.pages = folder / "pages"
         self.jobs: dict[str, JobRecord] = {}
@@ -217,7 +218,8 @@ class Run:
             "GITHUB_SHA": github["sha"], "GITHUB_REF": github["ref"], "GITHUB_REF_NAME": github["ref_name"],
             "GITHUB_EVENT_NAME": self.event, "GITHUB_RUN_ID": github["run_id"],
             "GITHUB_RUN_ATTEMPT": github["run_attempt"], "GITHUB_REPOSITORY": github["repository"],
-            "GITHUB_SERVER_URL": github["server_url"], "GITHUB_JOB": job, "RUNNER_OS": "Linux",
+            "GITHUB_SERVER_URL": github["server_url"], "GITHUB_API_URL": self.api_url or github["api_url"],
+            "GITHUB_JOB": job, "RUNNER_OS": "Linux",
             "RUNNER_TEMP": contexts["runner"]["temp"],
             # The editable install of the checkout (the venv stands in for it).
             "PYTHONPATH": str(workspace),

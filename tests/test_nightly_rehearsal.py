@@ -73,12 +73,16 @@ def origin(tmp_path):
 def test_a_night_after_a_published_one(tmp_path, origin):
     """Tonight's cron run, with last night on the results branch: merged,
     gated against last night (which it fails: the fixtures regress), said
-    why on the run's page, published, dashboard deployed; the publish and
-    Pages jobs re-run."""
+    why on the run's page, an issue opened for it, published, dashboard
+    deployed; the publish and Pages jobs re-run."""
+    from test_notify import FakeGitHub
+
     yesterday, today = _yesterday(), _today()
     push_night(origin, BRANCH, {f"{yesterday}/performance.csv": FIXTURES / "old.csv",
                                 f"{yesterday}/performance.jsonl": FIXTURES / "old.jsonl"}, tmp_path / "before")
-    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule", variables={"NIGHTLY_SHARDS": "2"})
+    github = FakeGitHub()
+    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule", variables={"NIGHTLY_SHARDS": "2"},
+              api_url=github.url)
     run.run_all(stand_ins={"shard": fixture_shards})
     jobs = run.jobs
     explain = _explain(run)
@@ -88,11 +92,20 @@ def test_a_night_after_a_published_one(tmp_path, origin):
     assert merge.step("Gate against the previous night").outcome == "failure", explain  # the regression
     assert f"last 1 complete night(s) pooled, {yesterday}" in merge.step(
         "Gate against the previous night").log, explain
-    assert merge.result == "failure" and merge.outputs == {"merged": "success", "dashboard": "success"}, explain
+    assert merge.result == "failure" and merge.outputs == {"merged": "success", "gate": "failure",
+                                                          "dashboard": "success"}, explain
     night = run.artifacts / f"nightly-{today}"
     compared = (night / "nightly" / today / "compare.md").read_text()
     assert merge.summary == compared + "\n" and yesterday in compared  # the run's page says why
     assert json.loads((night / "nightly" / today / "compare.json").read_text())["verdict"].startswith("FAIL")
+
+    # The red night reaches a person: one issue, each failing row annotated.
+    assert jobs["notify"].result == "success", explain
+    github.server.shutdown()
+    [issue] = github.issues
+    assert issue["title"].startswith(f"Nightly {today}: FAIL") and issue["labels"] == ["nightly-regression"]
+    assert "python runner.py bisect " in issue["body"]
+    assert "::error title=Nightly" in jobs["notify"].log()
 
     # The night is published though the gate failed; the dashboard goes to Pages.
     assert jobs["publish"].result == "success", explain

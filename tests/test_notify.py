@@ -45,7 +45,7 @@ class FakeGitHub:
             def do_POST(self):
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.calls.append(("POST", self.path, payload, self.headers.get("Authorization")))
-                if self.path == f"/repos/{REPOSITORY}/issues":
+                if self.path.endswith("/issues"):  # any repository's
                     issue = {"number": len(fake.issues) + 1, "state": "open", **payload}
                     fake.issues.append(issue)
                     self._reply(issue, 201)
