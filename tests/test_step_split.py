@@ -30,6 +30,9 @@ def test_every_variant_trains_and_runs_the_graphs_its_cuts_make(monkeypatch, xla
     assert graphs["lazy, sync after forward and backward"] == 3
     assert graphs["ours, whole step"] == graphs["openxla, whole step"] == 1
     assert graphs["ours"] >= 3 and graphs["openxla"] >= 3
+    for r in rows.values():  # the call's share of the step, and XLA's running time
+        assert 0 < r["call returns ms"] <= r["step ms"]
+        assert r["XLA runs ms"] > 0
     # Each variant trains its own copy: the module itself is left as it was.
     torch.manual_seed(0)
     assert torch.equal(module[0].weight, nn.Linear(8, 16).weight)
@@ -75,6 +78,32 @@ def test_every_lazy_and_whole_step_variant_updates_the_weights_as_a_plain_step_d
     for other in finals[1:]:
         for a, b in zip(finals[0], other):
             torch.testing.assert_close(a, b)
+
+
+def test_the_calls_share_of_a_step_is_timed_apart_from_the_sync(monkeypatch):
+    # Each variant k's call takes (k + 1) ms and its sync 10 ms more.
+    clock = SimpleNamespace(now=0.0)
+
+    def make_step(module, inputs, variant):
+        k = step_split.VARIANTS.index(variant)
+
+        def call():
+            clock.now += (k + 1) * 1e-3
+
+        def finish():
+            clock.now += 10e-3
+
+        step = lambda: (call(), finish())  # noqa: E731
+        step.call, step.finish = call, finish
+        return step
+
+    _tiny(monkeypatch, None, torch.zeros(1))
+    monkeypatch.setattr(step_split, "make_step", make_step)
+    rows = step_split.measure("tiny", repeat=3, warmup=1, clock=lambda: clock.now)
+    for k, row in enumerate(rows):
+        assert row["call returns ms"] == pytest.approx(k + 1)
+        assert row["step ms"] == pytest.approx(k + 11)
+        assert row["XLA runs ms"] is None  # nothing ran on XLA
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -16,9 +16,15 @@ step at batch 1 of each model as
   one executable a step;
 
 and prints each variant's median step time, the lazy step's median over it
-(above 1x: faster than lazy) with its 95% bootstrap interval, and the XLA
+(above 1x: faster than lazy) with its 95% bootstrap interval, the XLA
 executables the variant runs per step (torch_xla's ``ExecuteTime`` count:
-one for the lazy step and the whole step, one per cut otherwise).
+one for the lazy step and the whole step, one per cut otherwise), and where
+the step's time goes: the median time until the step's call returned (the
+rest is the device sync) and the median time XLA spent running executables
+(``ExecuteTime``'s sum per step). A step whose call returns once its
+executable has run (a donated whole step copies its results into the
+donated tensors' places, which waits for the run) shows a call as long as
+the step; one that returns at launch leaves the run to the sync.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ import gc
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
@@ -59,31 +66,38 @@ def make_step(module, inputs, variant: str):
     if variant in WHOLE:
         whole = compile_step(model, optimizer, scalar_loss, WHOLE[variant])
 
-        def step():
-            whole(*args)
-            sync_device()
-
-        step.model = model
-        return step
+        def call():
+            return whole(*args)
+    else:
+        def call():
+            optimizer.zero_grad(set_to_none=True)
+            loss = scalar_loss(fn(*args))
+            if "forward" in cuts:
+                torch_xla.sync()
+            loss.backward()
+            if "backward" in cuts:
+                torch_xla.sync()
+            optimizer.step()
+            return loss
 
     def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = scalar_loss(fn(*args))
-        if "forward" in cuts:
-            torch_xla.sync()
-        loss.backward()
-        if "backward" in cuts:
-            torch_xla.sync()
-        optimizer.step()
+        out = call()  # referenced until the sync: an unreferenced lazy result is never computed
         sync_device()
+        return out
 
+    step.call = call  # the host's part: until the step's call returns
+    step.finish = sync_device
     step.model = model  # the copy it trains
     return step
 
 
 def measure(model_name: str, repeat: int, warmup: int = 3, clock=time.perf_counter) -> list[dict]:
     """A row per variant: its median step, the lazy step's median over it
-    with the 95% interval of that ratio, and XLA executables per step."""
+    with the 95% interval of that ratio, XLA executables per step, and
+    where a step's time goes: the median time until its call returned
+    (tracing, or a replay's host work and whatever it waits for) and the
+    median time XLA spent running its executables (torch_xla's
+    ``ExecuteTime``, which the host's part may overlap)."""
     from benchmarks.results import stats
     from benchmarks.run import suite
 
@@ -93,23 +107,41 @@ def measure(model_name: str, repeat: int, warmup: int = 3, clock=time.perf_count
         for _ in range(warmup):
             step()
     samples, runs = _round_robin(steps, repeat, clock)
-    lazy = samples["lazy"]
+    lazy = samples["lazy"].step
     rows = []
     for v in VARIANTS:
-        low, high = stats.speedup_ci(lazy, samples[v])
-        rows.append({"model": model_name, "variant": v, "step ms": stats.median(samples[v]) * 1e3,
-                     "lazy/variant": stats.speedup(lazy, samples[v]), "95% CI low": low,
-                     "95% CI high": high, "graphs run/step": runs[v] / repeat})
+        low, high = stats.speedup_ci(lazy, samples[v].step)
+        rows.append({"model": model_name, "variant": v, "step ms": stats.median(samples[v].step) * 1e3,
+                     "lazy/variant": stats.speedup(lazy, samples[v].step), "95% CI low": low,
+                     "95% CI high": high, "graphs run/step": runs[v] / repeat,
+                     "call returns ms": _median_ms(samples[v].returned),
+                     "XLA runs ms": _median_ms(samples[v].executing)})
     return rows
 
 
+def _median_ms(seconds: list) -> float | None:
+    from benchmarks.results import stats
+
+    return stats.median(seconds) * 1e3 if seconds else None
+
+
+@dataclass
+class _Samples:
+    """Per step of one variant: seconds until done, until its call returned
+    (steps with a ``call`` part), and of XLA executing."""
+
+    step: list = field(default_factory=list)
+    returned: list = field(default_factory=list)
+    executing: list = field(default_factory=list)
+
+
 def _round_robin(steps: dict, repeat: int, clock) -> tuple[dict, dict]:
-    """(seconds per step, XLA executions over all steps) per variant: one
+    """(``_Samples``, XLA executions over all steps) per variant: one
     step of each in every round, the order rotated each round so that no
     variant always follows the same one. Executions are counted outside the
     timer."""
     variants = list(steps)
-    samples = {v: [] for v in variants}
+    samples = {v: _Samples() for v in variants}
     runs = dict.fromkeys(variants, 0)
     gc.collect()
     gc.disable()  # a collection would land in one variant's sample
@@ -117,22 +149,39 @@ def _round_robin(steps: dict, repeat: int, clock) -> tuple[dict, dict]:
         for r in range(repeat):
             k = r % len(variants)
             for v in variants[k:] + variants[:k]:
-                before = _executions()
-                start = clock()
-                steps[v]()
-                samples[v].append(clock() - start)
-                runs[v] += _executions() - before
+                count, spent = _executions()
+                samples[v].step.append(_timed(steps[v], clock, samples[v].returned))
+                after = _executions()
+                runs[v] += after[0] - count
+                if after[0] > count:
+                    samples[v].executing.append(after[1] - spent)
     finally:
         gc.enable()
     return samples, runs
 
 
-def _executions() -> int:
-    """XLA executions so far in this process (torch_xla's ``ExecuteTime``)."""
+def _timed(step, clock, returned: list) -> float:
+    """Seconds of one ``step``; for a step with a ``call`` part (the host's),
+    the seconds until it returned go to ``returned``, and the step ends as
+    ``step`` ends it (``step.finish``: the device sync)."""
+    start = clock()
+    if not hasattr(step, "call"):
+        step()
+        return clock() - start
+    out = step.call()
+    returned.append(clock() - start)
+    step.finish()
+    del out
+    return clock() - start
+
+
+def _executions() -> tuple[int, float]:
+    """XLA executions so far in this process and the seconds they ran
+    (torch_xla's ``ExecuteTime``)."""
     import torch_xla.debug.metrics as met
 
     data = met.metric_data("ExecuteTime")
-    return data[0] if data else 0
+    return (data[0], data[1] / 1e9) if data else (0, 0.0)
 
 
 PROG = "python -m benchmarks.tools.step_split"
@@ -165,7 +214,8 @@ def _main(argv) -> int:
         parser.error("--repeat must be at least 1")
     table = [row for m in models for row in measure(m, args.repeat)]
     print(f"One SGD training step at batch 1: median of {args.repeat} interleaved steps per variant; "
-          "lazy/variant with its 95% bootstrap interval (above 1: faster than the lazy step)")
+          "lazy/variant with its 95% bootstrap interval (above 1: faster than the lazy step); the "
+          "median time until the step's call returned, and XLA's running time per step")
     print(tables.render_table(list(table[0]), [list(r.values()) for r in table]))
     return 0
 
