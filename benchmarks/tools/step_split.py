@@ -21,10 +21,10 @@ executables the variant runs per step (torch_xla's ``ExecuteTime`` count:
 one for the lazy step and the whole step, one per cut otherwise), and where
 the step's time goes: the median time until the step's call returned (the
 rest is the device sync) and the median time XLA spent running executables
-(``ExecuteTime``'s sum per step). A step whose call returns once its
-executable has run (a donated whole step copies its results into the
-donated tensors' places, which waits for the run) shows a call as long as
-the step; one that returns at launch leaves the run to the sync.
+(``ExecuteTime``'s sum per step; executions queued together overlap in
+it). A call that waits for its executable (a donated whole step's copy of
+its results into the donated tensors' places can) is as long as the step;
+one that returns at launch leaves the run to the sync.
 """
 from __future__ import annotations
 
