@@ -827,6 +827,11 @@ def test_the_page_names_the_nights_that_never_ran(tmp_path):
     page = dashboard.write_site(tmp_path / "site", nights, history).read_text()
     assert f"Missing nights (no scheduled night ran): {kept[2][0]}, {frames[3][0]}, {frames[4][0]}" in page
     assert "ad-hoc</span>" in page
+    unjudged = [dashboard.Night(d, tmp_path / d, {"not_judged": "the gate did not finish"} if i == 2 else {})
+                for i, (d, _) in enumerate(frames[:3])]
+    shown = dashboard.write_site(tmp_path / "site3", unjudged,
+                                 dashboard.combine([(i, df) for i, (_, df) in enumerate(frames[:3])])).read_text()
+    assert "NOT JUDGED: the gate did not finish" in shown
     whole = dashboard.write_site(tmp_path / "site2", [dashboard.Night(d, tmp_path / d) for d, _ in frames[:3]],
                                  dashboard.combine([(i, df) for i, (_, df) in enumerate(frames[:3])])).read_text()
     assert "missing-nights" not in whole

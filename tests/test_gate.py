@@ -292,6 +292,49 @@ def test_a_new_failure_the_rerun_reproduces_fails(tmp_path):
     assert row["mark"] == compare.NEW_FAILURE and "confirmed by a re-run" in row["note"]
 
 
+def test_the_reruns_keep_to_their_budget(tmp_path, monkeypatch):
+    """A wide regression: the re-runs stop at the budget's models or
+    minutes (a model takes 10 minutes here), and say how far they got."""
+    from benchmarks import cli
+
+    now, calls = [0.0], []
+
+    def run_benchmarks(flags, backends, **job):
+        calls.append(job["only"][0])
+        now[0] += 600
+        return 0
+
+    monkeypatch.setattr(cli, "run_benchmarks", run_benchmarks)
+    night = Night("2026-01-05", tmp_path, {"runner": {"flags": list(NIGHT_FLAGS)}})
+    keys = [store.ExperimentKey("builtin", f"m{i}", "a", "xla", "cpu", 1, "inference", "float32", "static")
+            for i in range(6)]
+    clock = lambda: now[0]
+    why = gate.remeasure(night, keys, tmp_path / "x.csv", models=2, minutes=60, clock=clock)
+    assert calls == ["m0", "m1"] and "re-measured 2 of 6 model(s)" in why
+    calls.clear()
+    why = gate.remeasure(night, keys, tmp_path / "x.csv", models=10, minutes=25, clock=clock)
+    assert calls == ["m0", "m1", "m2"] and "re-measured 3 of 6 model(s) in 30 min" in why
+    assert gate.remeasure(night, keys[:2], tmp_path / "x.csv", models=10, minutes=60, clock=clock) == ""
+
+
+def test_rows_past_the_budget_stay_slower_and_say_why(tmp_path):
+    root = _regressed(tmp_path)
+    budget = "confirmation budget spent (1 model(s), 25 min): re-measured 1 of 2 model(s) in 0 min"
+
+    def one_model(night, keys, out):  # m1 re-measured (no change), m2 not
+        rerun = _write_night(tmp_path / "_rerun", night.date, {DRIFT: 0.8}, seed=99, models=("m1",))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for path in rerun.parent.iterdir():
+            shutil.copy(path, out.parent / path.name)
+        return budget
+
+    assert gate.run(root, DATES[3], gate.Policy(), remeasure=one_model) == 1
+    verdict = _verdict(root, DATES[3])
+    assert verdict["confirmation"]["note"] == budget
+    marks = {r["name"]: r["mark"] for r in verdict["rows"] if r["backend"] == DRIFT}
+    assert marks == {"m1": "unconfirmed", "m2": "slower"}
+
+
 def test_the_rerun_repeats_the_nights_settings_a_model_at_a_time(tmp_path, monkeypatch):
     from benchmarks import cli
 

@@ -151,6 +151,21 @@ def test_summary_says_why_there_is_no_judgement(tmp_path, monkeypatch, capsys, c
         _night(root)
     assert nightly.main(["summary", "--root", str(root), "--date", "2026-01-02"]) == 0
     assert expected in page.read_text()
+    if case == "ungated":  # recorded for the page, and uploaded and published with the night
+        recorded = json.loads((root / "2026-01-02" / "night.json").read_text())["not_judged"]
+        assert "did not finish (the job timed out or was cancelled)" in recorded
+
+
+def test_the_merge_jobs_record_steps_run_after_a_timeout_too():
+    """A job that outlives its timeout is cancelled: `!cancelled()` steps are
+    skipped, `always()` ones run.  The summary (which records a night not
+    judged) and the upload run whatever happened."""
+    import yaml
+
+    steps = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())["jobs"]["merge"]["steps"]
+    conditions = {s.get("name"): s.get("if", "") for s in steps}
+    for name in ("Say why on the run's page", "Upload the night and the dashboard", "Render the dashboard"):
+        assert conditions[name].startswith("${{ always()"), (name, conditions[name])
 
 
 # --------------------------------------------------------------------------

@@ -32,9 +32,11 @@ Exit status: 0 pass, 1 fail, 2 bad input (``UsageError``).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -46,6 +48,13 @@ from benchmarks.nightly.night import (COMPARE_MD, COMPARE_PNG, CONFIRM_DIR, NIGH
                                       Night, date_arg, listed_dates, read_state)
 from benchmarks.results import compare, plots, policies, store
 from benchmarks.usage import UsageError
+
+
+# The confirmation re-runs' budget: a wide regression must not outlive the
+# job (GitHub cancels it, and the steps after the gate would not record the
+# night); rows past it stay as the night measured them, saying why.
+CONFIRM_MODELS = 12
+CONFIRM_MINUTES = 25
 
 
 def nights_arg(text: str) -> int:
@@ -63,6 +72,11 @@ def add_arguments(p: argparse.ArgumentParser, step: str | None) -> None:
     p.add_argument("--no-confirm", dest="confirm", action="store_false",
                    help="fail on slower rows without measuring them again first")
     compare_cli.add_policy(p)
+    p.add_argument("--confirm-models", type=nights_arg, default=CONFIRM_MODELS, metavar="N",
+                   help=f"re-measure at most N models (default {CONFIRM_MODELS})")
+    p.add_argument("--confirm-minutes", type=nights_arg, default=CONFIRM_MINUTES, metavar="M",
+                   help=f"start no re-run after M minutes of re-runs (default {CONFIRM_MINUTES}: with the "
+                        "install, merge and dashboard, inside the merge job's 60)")
     p.add_argument("--gate-config", metavar="YAML",
                    help="the policies of the other metrics (first call, peak memory, pass rate) "
                         "and their thresholds (default configs/gate.yaml)")
@@ -253,11 +267,14 @@ def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_
 # The confirmation re-run
 
 
-def remeasure(night: Night, keys: Sequence, out: Path) -> str:
+def remeasure(night: Night, keys: Sequence, out: Path, *, models: int = CONFIRM_MODELS,
+              minutes: float = CONFIRM_MINUTES, clock: Callable[[], float] = time.monotonic) -> str:
     """The gate's confirmation re-run: the experiments ``keys`` measured
     again into ``out``, a model at a time, with the settings the night's
     ``night.json`` records (its runner flags; ``--only`` the model, not the
-    night's filters); "" once measured, else why not."""
+    night's filters); "" once measured, else why not.  At most ``models``
+    models, and none started after ``minutes`` of re-runs: the rest are
+    not re-measured, and the returned note says so."""
     if not night.runner:
         return f"no re-run: {night.folder / NIGHT_FILE} does not record the runner's settings"
     by_model: dict[str, list[str]] = {}
@@ -265,7 +282,12 @@ def remeasure(night: Night, keys: Sequence, out: Path) -> str:
         by_model.setdefault(key.name, [])
         if key.backend not in by_model[key.name]:
             by_model[key.name].append(key.backend)
+    started = clock()
     for index, (model, backends) in enumerate(by_model.items()):
+        spent = (clock() - started) / 60
+        if index >= models or spent >= minutes:
+            return (f"confirmation budget spent ({models} model(s), {minutes:g} min): re-measured "
+                    f"{index} of {len(by_model)} model(s) in {spent:.0f} min; the rest were not")
         print(f"nightly gate: measuring {model} ({', '.join(backends)}) again", file=sys.stderr)
         code = cli.run_benchmarks(night.runner.get("flags", []), backends, only=[model], output=out,
                                   overwrite=index == 0, resume=index > 0)
@@ -284,5 +306,6 @@ def gate(args: argparse.Namespace) -> int:
         policy.policies()
     except policies.PolicyError as err:
         raise UsageError(str(err)) from None
+    budgeted = functools.partial(remeasure, models=args.confirm_models, minutes=args.confirm_minutes)
     return run(args.root, args.date, policy, window=args.baseline_nights, pin=args.pin,
-               previous=args.previous, remeasure=remeasure if args.confirm else None)
+               previous=args.previous, remeasure=budgeted if args.confirm else None)

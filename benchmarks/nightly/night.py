@@ -205,6 +205,11 @@ class Night:
         return None if value is None else str(value)
 
     @property
+    def not_judged(self) -> str:
+        """Why the night has no verdict, when its gate did not finish (``""``: it did)."""
+        return "" if self.verdict else str(self.meta.get("not_judged") or "")
+
+    @property
     def gate_failed(self) -> bool:
         return bool(self.verdict) and self.verdict.startswith("FAIL")
 

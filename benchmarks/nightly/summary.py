@@ -1,5 +1,5 @@
 """The run's first page when the gate wrote none: why the night was not
-judged.  Standard library only (the merge job's last steps run it whatever
+judged, also recorded in its ``night.json`` (``not_judged``) for the page.  Standard library only (the merge job's last steps run it whatever
 was installed)."""
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import argparse
 import os
 import sys
 
-from benchmarks.nightly.night import COMPARE_MD, RESULT, night_dir
+from benchmarks.nightly.night import COMPARE_MD, NIGHT_FILE, RESULT, night_dir, update_json
 
 SUMMARY_LIMIT = 1024 * 1024  # GitHub's limit on one step's summary
+NOT_JUDGED = ("The gate wrote no report: it did not finish (the job timed out or was cancelled) "
+              "or it failed")
 
 
 def add_arguments(p: argparse.ArgumentParser, step: str) -> None:
@@ -30,7 +32,9 @@ def summary(args: argparse.Namespace) -> int:
     elif not (tonight / RESULT).is_file():
         text = f"# Nightly {args.date}: no results\n\nThe shards were not merged: see the merge step's log.\n"
     else:
-        text = f"# Nightly {args.date}: not judged\n\nThe gate wrote no report: see its log.\n"
+        text = f"# Nightly {args.date}: not judged\n\n{NOT_JUDGED}: see its log.\n"
+        # The page shows it, and the night is uploaded and published with it.
+        update_json(tonight / NIGHT_FILE, {"not_judged": NOT_JUDGED})
     if len(text.encode()) > SUMMARY_LIMIT:
         cut = text.encode()[:SUMMARY_LIMIT - 200].decode(errors="ignore")
         text = f"{cut}\n\n(cut at GitHub's summary limit: the whole report is compare.md in the run's artifacts)\n"

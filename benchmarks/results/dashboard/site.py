@@ -136,11 +136,12 @@ def nights_table(nights: Sequence[Night], data: dict, links: dict[str, dict[str,
         night = nights[index]
         date = html.escape(night.date) + (' <span class="ad-hoc" title="dispatched with its own settings: '
                                           'never a baseline">ad-hoc</span>' if night.ad_hoc else "")
-        cells = [date, html.escape(night.verdict or "-"), night_links(data, index)]
+        verdict = night.verdict or (f"NOT JUDGED: {night.not_judged}" if night.not_judged else "-")
+        cells = [date, html.escape(verdict), night_links(data, index)]
         for kind in LINKED:
             href = links.get(night.date, {}).get(kind)
             cells.append(f'<a href="{html.escape(href)}">{kind}</a>' if href else "-")
-        css = ' class="fail"' if night.gate_failed else ""
+        css = ' class="fail"' if night.gate_failed or night.not_judged else ""
         rows.append(f'<tr{css} data-night="{index}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "<tr><th>night</th><th>gate</th><th>commit, CI run</th><th>report</th><th>comparison</th></tr>"
     missing = missing_dates([n.date for n in nights if not n.ad_hoc])
