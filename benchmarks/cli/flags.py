@@ -19,7 +19,12 @@ DEFAULT_TRAINING_BACKENDS = ("torchxla_trivial", "aot_torchxla_trace_once")
 FOR_TRAINING = {"torchxla_trace_once": "aot_torchxla_trace_once"}
 DEFAULT_TIMEOUT = 900.0
 DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
-DEFAULT_REPEAT = 30
+DEFAULT_REPEAT = 30  # --repeat's default with one process (--processes 1, or --max-time)
+# --performance without --repeat: the repeats spread over fresh worker
+# processes (benchmarks.run.processes), the process's own state being the
+# larger part of the noise from run to run (docs/methodology.md).
+DEFAULT_PROCESSES = 4
+DEFAULT_PROCESS_REPEAT = 8
 DEFAULT_COLD_START_REPEAT = 3  # a median that one slow process cannot move
 ADAPTIVE_MAX_REPEAT = 1000  # --max-time without --repeat: time and precision decide
 DEFAULT_MIN_REPEAT = 5
@@ -91,8 +96,13 @@ def _measurement(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("measurement")
     m.add_argument("--batch-size", type=int, help="override the batch size of configs/")
     m.add_argument("--repeat", type=int, default=None,
-                   help=f"timed repeats (default {DEFAULT_REPEAT}); with --max-time, the most "
+                   help=f"timed repeats in each worker process (default {DEFAULT_PROCESS_REPEAT} in each "
+                        f"of --processes; {DEFAULT_REPEAT} with --processes 1); with --max-time, the most "
                         f"(default {ADAPTIVE_MAX_REPEAT})")
+    m.add_argument("--processes", type=int, metavar="N",
+                   help=f"performance: fresh worker processes per model, each timing --repeat repeats "
+                        f"of the baseline and backends interleaved (default {DEFAULT_PROCESSES} without "
+                        f"--repeat; 1 with --repeat, --max-time or --no-isolate)")
     m.add_argument("--max-time", type=float, metavar="S",
                    help="adaptive repeats: keep interleaving repeats until every speedup's 95%% "
                         "interval is within --target-ci, or S seconds of repeats per model are spent")

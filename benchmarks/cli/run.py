@@ -18,7 +18,8 @@ from pathlib import Path
 from benchmarks.run.affinity import parse_cpus
 from benchmarks.run.config import TORCH_XLA_BACKENDS, RunConfig
 from benchmarks.usage import UsageError
-from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT, DEFAULT_REPEAT,
+from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT,
+                    DEFAULT_PROCESS_REPEAT, DEFAULT_PROCESSES, DEFAULT_REPEAT,
                     DEFAULT_TARGET_CI, DEFAULT_TIMEOUT, DEFAULT_TRAINING_BACKENDS, FOR_TRAINING, DEVICES, PROFILER_TRACE_FOLDER, PROG)
 from benchmarks.cli.selection import select_models, use_torchbench_dir
 
@@ -145,12 +146,12 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
     """The RunConfig of validated ``args``: the models selected, the output checked."""
     models = select_models(args)
     backends = parse_backends(args.backend, training=args.training)
-    adaptive = args.max_time is not None
+    repeat, processes = repeats_and_processes(args)
     config = RunConfig(
         mode="accuracy" if args.accuracy else "performance", training=args.training, backends=backends,
         use_xla_baseline=args.use_xla_baseline, randomize_input=args.randomize_input,
         models=tuple(models), suite=args.suite, batch_size=args.batch_size,
-        repeat=args.repeat or (ADAPTIVE_MAX_REPEAT if adaptive else DEFAULT_REPEAT),
+        repeat=repeat, processes=processes,
         warmup=args.warmup, device=args.device, seed=args.seed,
         configs=args.configs, configs_text=_settings(args, settings).text,
         timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
@@ -179,6 +180,22 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         output=str(output),
         profiler_trace_dir=folders["--export-profiler-trace"], hlo_dir=folders["--dump-hlo"],
         compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None)
+
+
+def repeats_and_processes(args: argparse.Namespace) -> tuple[int, int]:
+    """(timed repeats in each worker process, worker processes per model).
+
+    ``--performance`` with neither ``--repeat`` nor ``--processes`` (what the
+    nightly runs) spreads its repeats over fresh processes; ``--repeat N``
+    alone is N repeats in one process, as before; accuracy, adaptive repeats
+    and ``--no-isolate`` run one process unless told otherwise."""
+    if args.max_time is not None:
+        return args.repeat or ADAPTIVE_MAX_REPEAT, args.processes or 1
+    if args.processes is not None:
+        return args.repeat or (DEFAULT_REPEAT if args.processes == 1 else DEFAULT_PROCESS_REPEAT), args.processes
+    if args.repeat is not None or args.accuracy or not args.isolate:
+        return args.repeat or DEFAULT_REPEAT, 1
+    return DEFAULT_PROCESS_REPEAT, DEFAULT_PROCESSES
 
 
 def _settings(args, settings=None):
@@ -229,6 +246,13 @@ def _check_numbers(args) -> None:
     if args.cold_start_repeat < 1:
         raise UsageError(f"--cold-start-repeat must be at least 1, got {args.cold_start_repeat}")
     _check_adaptive(args)
+    if args.processes is not None:
+        if args.processes < 1:
+            raise UsageError(f"--processes must be at least 1, got {args.processes}")
+        if args.processes > 1 and args.accuracy:
+            raise UsageError("--processes spreads timed repeats over processes; it applies to --performance")
+        if args.processes > 1 and not args.isolate:
+            raise UsageError("--processes runs each model in fresh worker processes; drop --no-isolate")
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
     parse_cpus(args.cpu_affinity)

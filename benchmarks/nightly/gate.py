@@ -94,6 +94,7 @@ class Policy:
     allow_removed: bool = False
     fail_on_inconclusive: bool = False
     gate_config: str | None = None
+    units: str = compare.UNIT_PROCESS  # what the test compares (compare.units)
 
     def policies(self) -> tuple[policies.Policy, ...]:
         return policies.with_speedup(policies.load_policies(self.gate_config), self.threshold, self.alpha,
@@ -102,7 +103,7 @@ class Policy:
     def kwargs(self) -> dict:
         return dict(threshold=self.threshold, alpha=self.alpha, min_samples=self.min_samples,
                     latency_criterion=self.latency_criterion, allow_removed=self.allow_removed,
-                    fail_on_inconclusive=self.fail_on_inconclusive)
+                    fail_on_inconclusive=self.fail_on_inconclusive, units=self.units)
 
 
 # (night, experiments, output CSV) -> "" once measured, else why not.

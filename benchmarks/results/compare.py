@@ -42,7 +42,13 @@ The rules, in the order they are applied to a (name, backend) pair:
    all): ``inconclusive`` -- too few to test is not "no change".  Otherwise
    ``slower`` / ``faster`` need BOTH a two-sided Mann-Whitney U test of the
    two ratio samples significant at p < alpha AND |change| >= threshold;
-   anything else is ``no change``.
+   anything else is ``no change``.  The ratios are the per-process medians
+   when both sides recorded which worker process each sample came from
+   (``units``; runs spread over processes, ``benchmarks.run.processes``):
+   the spread between processes is what a second run would show, so the
+   test and the interval must see it; else each repeat's ratio.  Every
+   tested row has a 95% bootstrap interval of its change and the smallest
+   slowdown it could have caught (``detectable``).
 
 The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
 ``allow_removed`` (a nightly that lost a shard must not pass silently); on
@@ -66,6 +72,7 @@ the runs lives apart (``pairing``), and the renderers only format.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
@@ -91,6 +98,10 @@ ADDED = "added"
 REMOVED = "removed"
 MISSING = "missing"  # absent from a run known to be partial (a lost shard)
 UNCONFIRMED = "unconfirmed"  # slower or newly failing, but a re-run of it was not (see confirm)
+# The units the test compares (``units``): per-process median ratios, or per-repeat ratios.
+UNIT_PROCESS = "process"
+UNIT_REPEAT = "repeat"
+UNITS = (UNIT_PROCESS, UNIT_REPEAT)
 
 # Summary order: what needs attention first.
 MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTER, FIXED, NO_CHANGE,
@@ -114,8 +125,10 @@ class RowComparison:
     ``new_ratio / old_ratio - 1`` (positive = slower relative to the
     baseline) and ``p_value`` the Mann-Whitney p-value of the ratios: these
     decide the mark; ``change_low`` / ``change_high`` bound ``change`` (a
-    95% bootstrap interval of the ratio of medians) on rows marked slower or
-    faster.  ``n_old`` / ``n_new`` count the paired ratios.
+    95% bootstrap interval of the ratio of medians) on every tested row, and
+    ``detectable`` is the smallest slowdown it could have caught; ``unit``
+    says what the test compared (``process`` or ``repeat``).  ``n_old`` /
+    ``n_new`` count the paired ratios.
     Latencies (ms per iteration, median of the backend samples, else the
     CSV's) with ``latency_change`` and ``latency_p`` are information unless
     the latency criterion is on.  Speedups are the CSV's, for information.
@@ -140,9 +153,13 @@ class RowComparison:
     new_ratio: float = NAN
     latency_change: float = NAN
     latency_p: float = NAN
-    # 95% bootstrap interval of ``change`` (rows marked slower or faster).
+    # 95% bootstrap interval of ``change`` (every tested row).
     change_low: float = NAN
     change_high: float = NAN
+    # The smallest slowdown the row could have caught (``detectable``), and
+    # the units its test compared (``units``: process or repeat).
+    detectable: float = NAN
+    unit: str = ""
     # The experiment (store.ExperimentKey); not rendered.
     key: Any = field(default=None, compare=False, repr=False)
 
@@ -207,6 +224,7 @@ class Comparison:
     old_damaged: bool = False
     # OLD had no rows at all: nothing to judge NEW against (the gate fails).
     old_empty: bool = False
+    units: str = UNIT_PROCESS
 
     @property
     def gating_marks(self) -> frozenset[str]:
@@ -287,6 +305,7 @@ class _Policy:
     alpha: float
     min_samples: int
     latency_criterion: bool
+    units: str = "process"
 
 
 def _judge_status(old: pairing.Side, new: pairing.Side) -> str | None:
@@ -299,9 +318,37 @@ def _judge_status(old: pairing.Side, new: pairing.Side) -> str | None:
     return None
 
 
+def _attainable_p(n_new: int, n_old: int) -> float:
+    """The smallest two-sided Mann-Whitney p-value samples of these sizes can give."""
+    return min(1.0, 2 / math.comb(n_new + n_old, n_new)) if n_new and n_old else 1.0
+
+
+def units(old: pairing.Side, new: pairing.Side, policy: "_Policy") -> tuple[str, tuple, tuple]:
+    """What the test compares: ``("process", old, new)`` per-process median
+    ratios when both sides say which process each sample came from and so
+    few units can still reach ``alpha`` (``policy.units`` is ``process``);
+    else ``("repeat", old, new)``, the per-repeat ratios."""
+    if policy.units == UNIT_PROCESS:
+        old_units, new_units = old.process_ratios, new.process_ratios
+        if (len(old_units) >= 2 and len(new_units) >= 2
+                and _attainable_p(len(new_units), len(old_units)) < policy.alpha):
+            return UNIT_PROCESS, old_units, new_units
+    return UNIT_REPEAT, old.ratios, new.ratios
+
+
+def detectable(change: float, change_low: float, threshold: float) -> float:
+    """The smallest slowdown the row could have shown: one whose interval
+    (as wide as this row's, ``change - change_low`` below its estimate) would
+    have left no change out, and at least ``threshold``; ``nan`` when the
+    row has no interval."""
+    if not (store.is_finite(change) and store.is_finite(change_low)):
+        return NAN
+    return max(threshold, change - change_low)
+
+
 def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> dict:
     """Mark, numbers and note of a pair that passed in both runs."""
-    old_ratios, new_ratios = old.ratios, new.ratios
+    unit, old_ratios, new_ratios = units(old, new, policy)
     if old_ratios and new_ratios:
         old_ratio, new_ratio = stats.median(old_ratios), stats.median(new_ratios)
     else:  # information only: such a row is inconclusive
@@ -315,13 +362,16 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
                  latency_change=_relative(new_ms, old_ms), p_value=NAN, latency_p=NAN, note="")
     if min(len(old.latencies_s), len(new.latencies_s)) >= policy.min_samples:
         found["latency_p"] = _mann_whitney(new.latencies_s, old.latencies_s)
-    if min(len(old_ratios), len(new_ratios)) < policy.min_samples:
+    if min(len(old.ratios), len(new.ratios)) < policy.min_samples:
         return {**found, "mark": INCONCLUSIVE, "note": _why_untested(old, new, policy.min_samples)}
     found["p_value"] = _mann_whitney(new_ratios, old_ratios)
+    found["unit"] = unit
     mark = _direction(found["change"], found["p_value"], policy.threshold, policy.alpha)
-    if mark in (SLOWER, FASTER):  # how large the change may be, for a reader of the regression
-        low, high = stats.speedup_ci(new_ratios, old_ratios)  # of median(new) / median(old)
-        found.update(change_low=low - 1, change_high=high - 1)
+    # How large the change may be, and so the smallest slowdown this row
+    # could have caught (a reader of "no change" on a noisy model needs it).
+    low, high = stats.speedup_ci(new_ratios, old_ratios)  # of median(new) / median(old)
+    found.update(change_low=low - 1, change_high=high - 1,
+                 detectable=detectable(found["change"], low - 1, policy.threshold))
     if policy.latency_criterion and mark != SLOWER:
         by_latency = _direction(found["latency_change"], found["latency_p"], policy.threshold, policy.alpha)
         if by_latency == SLOWER:
@@ -396,6 +446,7 @@ def compare(
     old_label: str = "",
     partial: str = "",
     load: pairing.Loader = pairing.load_run,
+    units: str = UNIT_PROCESS,
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``, or
     against several old runs pooled (a sequence of paths, oldest first: see
@@ -415,10 +466,14 @@ def compare(
     bisect`` does).  ``load`` reads a run: by default its per-repeat
     latencies; ``benchmarks.results.policies`` has views whose samples are
     other paired measurements (first calls, peak memory), judged by the same
-    rules.  See the module docstring for the rules.
+    rules.  ``units`` is what the test compares (``process``: per-process
+    medians where both sides have them; ``repeat``: per-repeat ratios
+    always).  See the module docstring for the rules.
     Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
     """
-    policy = _Policy(threshold, alpha, min_samples, latency_criterion)
+    if units not in UNITS:
+        raise ValueError(f"units must be one of {UNITS}, got {units!r}")
+    policy = _Policy(threshold, alpha, min_samples, latency_criterion, units)
     olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
     news = [new_csv] if isinstance(new_csv, (str, os.PathLike)) else list(new_csv)
     if not olds:
@@ -458,6 +513,7 @@ def compare(
         damaged=tuple([f"OLD {c.describe()}" for c in old_cuts] + [f"NEW {c.describe()}" for c in new_cuts]),
         old_damaged=bool(old_cuts),
         old_empty=not old_run,
+        units=units,
     )
 
 
@@ -577,8 +633,13 @@ def _pair_cell(old: float, new: float, arrow: str, fmt: str) -> str:
 
 
 HEADERS = ["name", "backend", "mark", "old ms", "new ms", "latency", "backend/baseline old→new",
-           "change", "p", "speedup old→new", "note"]
-_ALIGN = ("left", "left", "left", "right", "right", "right", "right", "right", "right", "right", "left")
+           "change", "p", "detectable", "speedup old→new", "note"]
+_ALIGN = ("left", "left", "left", "right", "right", "right", "right", "right", "right", "right", "right",
+          "left")
+
+
+def _detectable_cell(value: float) -> str:
+    return f"{value:.1%}" if store.is_finite(value) else "-"
 
 
 def _md_escape(cell: str) -> str:
@@ -601,6 +662,7 @@ def _table_rows(comparison: Comparison, arrow: str, markdown: bool) -> list[list
             _pair_cell(row.old_ratio, row.new_ratio, arrow, ".3f"),
             _change_cell(row.change),
             _p_cell(row.p_value),
+            _detectable_cell(row.detectable),
             _pair_cell(row.old_speedup, row.new_speedup, arrow, ".2f"),
             row.note.replace("->", arrow),
         ]
@@ -628,6 +690,24 @@ def summary(comparison: Comparison) -> str:
     return f"{counts}; {geomean}"
 
 
+def sensitivity(comparison: Comparison) -> str:
+    """``"smallest slowdown detectable: 5.0% on 3 of 4 tested rows; more on
+    resnet18/x 12.0%"``: how sure the "no change" rows are; ``""`` when no
+    row was tested."""
+    tested = [row for row in comparison.rows if store.is_finite(row.detectable)]
+    if not tested:
+        return ""
+    floor = [row for row in tested if row.detectable <= comparison.threshold + 1e-12]
+    worse = sorted((row for row in tested if row not in floor), key=lambda row: -row.detectable)
+    text = (f"smallest slowdown detectable: {comparison.threshold:.1%} (the threshold) on "
+            f"{len(floor)} of {len(tested)} tested rows")
+    if worse:
+        shown = ", ".join(f"{row.name}/{row.backend} {row.detectable:.1%}" for row in worse[:8])
+        more = f" and {len(worse) - 8} more" if len(worse) > 8 else ""
+        text += f"; no better than: {shown}{more}"
+    return text
+
+
 def rule(comparison: Comparison) -> str:
     """The sentences that say how rows are marked and what fails the gate."""
     latency = (
@@ -647,8 +727,19 @@ def rule(comparison: Comparison) -> str:
         f"slower/faster: significant at p<{comparison.alpha:g} (two-sided Mann-Whitney U on the "
         f"ratios) and |change| >= {comparison.threshold:.0%}; fewer than {comparison.min_samples} "
         f"paired samples on a side: inconclusive; else no change.{latency} "
+        f"{_units_rule(comparison)} "
         f"The gate fails (exit status 1) on any {', '.join(fails)}.{confirmed}"
     )
+
+
+def _units_rule(comparison: Comparison) -> str:
+    per_process = (" The test's units are the median ratios of each worker process where both sides "
+                   "recorded their processes (and so few units can reach the level), else each "
+                   "repeat's ratio." if comparison.units == UNIT_PROCESS else
+                   " The test's units are each repeat's ratio.")
+    return (per_process.strip() + " detectable: the smallest slowdown whose 95% interval, as wide as "
+            "this row's, would have left out no change (at least the threshold): a slowdown that size "
+            "is caught about half the time, twice that nearly always.")
 
 
 def verdict(comparison: Comparison) -> str:
@@ -694,7 +785,8 @@ def render_markdown(comparison: Comparison, title: str | None = None) -> str:
              f"old: `{comparison.old_label}`, new: `{comparison.new_label}`", "",
              *[f"- {line.replace('->', '→')}" for line in context(comparison)],
              *([""] if context(comparison) else []),
-             f"**{verdict(comparison)}**: {summary(comparison)}.", ""]
+             f"**{verdict(comparison)}**: {summary(comparison)}.", "",
+             *([sensitivity(comparison) + ".", ""] if sensitivity(comparison) else [])]
     if comparison.rows:
         parts += [_table(comparison, "github", "→", markdown=True), ""]
     parts += [rule(comparison).replace(">=", "≥"), ""]
@@ -704,7 +796,8 @@ def render_markdown(comparison: Comparison, title: str | None = None) -> str:
 def render_console(comparison: Comparison) -> str:
     """Plain-text comparison for the terminal (ASCII arrows)."""
     header = f"{comparison.old_label} -> {comparison.new_label}: {verdict(comparison)}"
-    parts = [header, *context(comparison), summary(comparison), ""]
+    parts = [header, *context(comparison), summary(comparison),
+             *([sensitivity(comparison)] if sensitivity(comparison) else []), ""]
     if comparison.rows:
         parts += [_table(comparison, "simple", "->", markdown=False), ""]
     parts += [rule(comparison), ""]
@@ -724,7 +817,8 @@ def render_json(comparison: Comparison) -> str:
         "geomean_n": comparison.geomean_n,
         "policy": {k: getattr(comparison, k) for k in (
             "threshold", "alpha", "min_samples", "allow_removed", "fail_on_inconclusive",
-            "latency_criterion")},
+            "latency_criterion", "units")},
+        "sensitivity": sensitivity(comparison),
         "baseline": comparison.baseline,
         "partial": comparison.partial,
         "cpu_change": comparison.cpu_change,

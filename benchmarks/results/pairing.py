@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from benchmarks.results import store
@@ -37,6 +38,10 @@ class Side:
     baseline_s: tuple[float, ...] = ()
     error: str = ""
     cpu: str = ""  # "" when the row did not record it (schema version < 5)
+    # The samples each worker process gave, in order (schema version 6); ()
+    # when not recorded: the samples of one process, or of runs pooled
+    # without it.
+    process_repeats: tuple[int, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -56,8 +61,32 @@ class Side:
         """backend_i / baseline_i for each repeat where both are usable."""
         if not self.paired:
             return ()
-        return tuple(b / a for b, a in zip(self.backend_s, self.baseline_s)
-                     if store.is_finite(b) and store.is_finite(a) and a > 0 and b > 0)
+        return _ratios(self.backend_s, self.baseline_s)
+
+    @property
+    def by_process(self) -> bool:
+        """The paired samples say which process each came from."""
+        return self.paired and bool(self.process_repeats) and sum(self.process_repeats) == len(self.backend_s)
+
+    @property
+    def process_ratios(self) -> tuple[float, ...]:
+        """The median backend/baseline ratio of each worker process (those
+        with a usable pair); ``()`` when the samples do not say which
+        process they came from (``by_process``)."""
+        if not self.by_process:
+            return ()
+        found, start = [], 0
+        for n in self.process_repeats:
+            ratios = _ratios(self.backend_s[start:start + n], self.baseline_s[start:start + n])
+            start += n
+            if ratios:
+                found.append(float(np.median(ratios)))
+        return tuple(found)
+
+
+def _ratios(backend_s, baseline_s) -> tuple[float, ...]:
+    return tuple(b / a for b, a in zip(backend_s, baseline_s)
+                 if store.is_finite(b) and store.is_finite(a) and a > 0 and b > 0)
 
 
 # --------------------------------------------------------------------------
@@ -84,8 +113,10 @@ def _number(value: Any) -> float:
         return NAN
 
 
-def _samples(jsonl_path: Path) -> dict[tuple[str, str, str], tuple[float, ...]]:
-    """Samples per (name, backend, role); the last record of each wins.
+def _samples(jsonl_path: Path) -> dict[tuple, tuple[tuple[float, ...], tuple[int, ...]]]:
+    """(samples, samples per process) per (experiment key, role); the last
+    record of each wins; ``()`` per process when the record does not say
+    (schema version < 6).
 
     A missing file is not an error: older runs had none; their rows are
     ``inconclusive``.  Non-numbers stay in place as nan so that baseline and
@@ -103,7 +134,10 @@ def _samples(jsonl_path: Path) -> dict[tuple[str, str, str], tuple[float, ...]]:
         values = record.get("samples_s") or ()
         if not isinstance(values, list):
             raise ValueError(f"{jsonl_path}: record {number}: samples_s is not a list")
-        found[(*experiment_key(record), role)] = tuple(_number(s) for s in values)
+        sizes = record.get("process_repeats") or ()
+        sizes = tuple(int(n) for n in sizes) if isinstance(sizes, list) and all(
+            isinstance(n, int) and n >= 0 for n in sizes) else ()
+        found[(*experiment_key(record), role)] = (tuple(_number(s) for s in values), sizes)
     return found
 
 
@@ -135,14 +169,18 @@ def load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], Side], 
     run = {}
     for _, row in df.iterrows():
         key = experiment_key(row)
+        # A version-1 samples record names only its (name, backend).
+        backend_s, backend_n = samples.get((*key, "backend"), samples.get((*key.pair_only(), "backend"), ((), ())))
+        baseline_s, baseline_n = samples.get((*key, "baseline"),
+                                             samples.get((*key.pair_only(), "baseline"), ((), ())))
         run[key] = Side(
             status=_status(row),
             settings=key.settings,
             abs_latency_ms=float(row["abs_latency"]) if store.is_finite(row["abs_latency"]) else NAN,
             speedup=float(row["speedup"]) if store.is_finite(row["speedup"]) else NAN,
-            # A version-1 samples record names only its (name, backend).
-            backend_s=samples.get((*key, "backend"), samples.get((*key.pair_only(), "backend"), ())),
-            baseline_s=samples.get((*key, "baseline"), samples.get((*key.pair_only(), "baseline"), ())),
+            backend_s=backend_s,
+            baseline_s=baseline_s,
+            process_repeats=backend_n if backend_n == baseline_n else (),
             # Optional column (schema v1 files lack it): the first line of a failure.
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
             cpu=cpu_label(row),
@@ -164,9 +202,13 @@ def _pool(sides: Sequence[Side]) -> Side:
     usable = [s for s in sides if s.passed and s.paired and s.settings == newest.settings]
     if not newest.passed or not usable:
         return newest
+    # Each run is its processes' samples; a run that did not record its
+    # processes leaves the pool without them (then judged per repeat).
+    processes = (tuple(n for s in usable for n in s.process_repeats)
+                 if all(s.by_process for s in usable) else ())
     return replace(newest, backend_s=tuple(x for s in usable for x in s.backend_s),
                    baseline_s=tuple(x for s in usable for x in s.baseline_s),
-                   cpu="; ".join(sorted({s.cpu for s in usable if s.cpu})))
+                   cpu="; ".join(sorted({s.cpu for s in usable if s.cpu})), process_repeats=processes)
 
 
 # How a run is read: ``load_run`` (latencies per repeat), or a view of one

@@ -72,7 +72,12 @@ import pandas as pd
 #      not record it: read as the run's recorded flags imply (a night's
 #      night.json keeps its runner flags), else empty (unknown), never
 #      paired with a row that says which inputs it timed.
-SCHEMA_VERSION = 7
+# 8 -- timed repeats spread over worker processes: processes (the fresh
+#      worker processes a model's repeats ran in; repeat is then the repeats
+#      in each).  Samples records: process_repeats, the samples each process
+#      gave, in order.  Rows of versions 1-7 ran in one process: read with
+#      processes empty, their samples one process.
+SCHEMA_VERSION = 8
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -188,6 +193,8 @@ COLUMNS: list[Column] = [
     Column("cold_starts", "Int64", required=False),  # fresh processes behind a cold compilation_latency
     # Version 7: the inputs.
     Column("inputs", "str", required=False),  # fixed | random (--randomize-input)
+    # Version 8: processes.
+    Column("processes", "Int64", required=False),  # worker processes the repeats ran in
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]

@@ -6,6 +6,8 @@ Offers:
 * ``speedup(baseline_samples, backend_samples)`` -- ratio of medians.
 * ``speedup_ci(baseline_samples, backend_samples, ...)`` -- percentile
   bootstrap confidence interval of that ratio (``scipy.stats.bootstrap``).
+* ``median_ci(values, ...)`` -- bootstrap interval of the median of a few
+  values (per-process speedups).
 * ``geomean(values)`` -- geometric mean over the finite, positive values only.
 * ``geomean_of_groups(values, groups)`` -- ``(geomean, n)`` with each group
   (a model measured at several batch sizes) counted once.
@@ -24,7 +26,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy import stats as _sps
 
-__all__ = ["median", "speedup", "speedup_ci", "geomean", "geomean_of_groups", "relative_ci_width"]
+__all__ = ["median", "speedup", "speedup_ci", "median_ci", "geomean", "geomean_of_groups", "relative_ci_width"]
 
 NAN = float("nan")
 
@@ -99,6 +101,23 @@ def speedup_ci(
     )
     interval = result.confidence_interval
     return float(interval.low), float(interval.high)
+
+
+def median_ci(values: Sequence[float], confidence: float = 0.95, n_resamples: int = 2000,
+              seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval ``(low, high)`` of the median of
+    ``values`` (one per worker process: the units that vary from run to
+    run); ``(nan, nan)`` with fewer than two finite values."""
+    arr = _as_array(values)
+    arr = arr[np.isfinite(arr)]
+    if arr.size < 2:
+        return NAN, NAN
+    if np.ptp(arr) == 0:
+        return float(arr[0]), float(arr[0])
+    result = _sps.bootstrap((arr,), np.median, n_resamples=n_resamples, vectorized=True, axis=-1,
+                            confidence_level=confidence, method="percentile",
+                            rng=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def geomean(values: Iterable[float]) -> float:

@@ -36,7 +36,10 @@ class RunConfig:
     models: tuple[str, ...] = ()  # the selection, in run order
     suite: str = "builtin"
     batch_size: int | None = None  # overrides configs/ when set
-    repeat: int = 30
+    repeat: int = 30  # timed repeats in each worker process
+    # Performance: fresh worker processes per model, each timing ``repeat``
+    # repeats (benchmarks.run.processes); 1: one process, as before.
+    processes: int = 1
     warmup: int = 3
     device: str = "cpu"  # XLA device kind: PJRT_DEVICE
     seed: int = 0

@@ -19,6 +19,8 @@ kept, the worker killed, its temporary folder removed. A worker's
 temporary files (its own, its cold-start processes', the compilers') all go
 in its temporary folder (``TMPDIR``), which the parent removes however the
 worker ends.
+A performance run with ``processes`` > 1 runs each model in that many
+workers, one after the other, and joins them (``benchmarks.run.processes``).
 """
 from __future__ import annotations
 
@@ -145,6 +147,14 @@ def completed(config: RunConfig) -> set[store.ExperimentKey]:
 
 
 def run_one(config: RunConfig, name: str) -> rows.ModelResult:
+    if config.mode == "performance" and config.processes > 1:
+        from benchmarks.run import processes
+
+        return processes.spread(config, name, _run_process)
+    return _run_process(config, name)
+
+
+def _run_process(config: RunConfig, name: str) -> rows.ModelResult:
     if not config.isolate:
         from benchmarks.run import worker  # torch and the models: only in the process that runs them
 

@@ -62,6 +62,7 @@ def row_base(config: RunConfig, name: str, batch_size: int | None = None) -> dic
         **config.experiment.row(), "name": name,
         "batch_size": batch_size or batch_sizes(config, name)[0], "timestamp": provenance.timestamp(),
         **provenance.versions(), **provenance.machine(),
+        **({"processes": config.processes} if config.mode == "performance" else {}),
         "threads": thread_count(config), "cpu_affinity": format_cpus(allowed_cpus(config)),
         **({"min_repeat": config.min_repeat, "max_time_s": config.max_time,
             "target_ci": config.target_ci} if config.adaptive else {}),

@@ -1,0 +1,226 @@
+"""Timed repeats spread over worker processes: the runner's flags and
+defaults, the join of a model's processes (benchmarks.run.processes), runs
+read back per process (pairing), and the gate's test on per-process medians
+with the smallest slowdown each row could have caught (compare)."""
+import numpy as np
+import pytest
+
+from benchmarks import cli
+from benchmarks.cli import flags
+from benchmarks.results import compare, pairing, store
+from benchmarks.run import processes
+from benchmarks.run.config import RunConfig
+from benchmarks.run.rows import ModelResult
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
+def config(*argv: str) -> RunConfig:
+    return cli.make_config(cli.build_parser().parse_args(["--only", "resnet18", *argv]))
+
+
+# --------------------------------------------------------------------------
+# Flags
+
+
+def test_performance_without_repeat_spreads_over_processes():
+    c = config()
+    assert (c.processes, c.repeat) == (flags.DEFAULT_PROCESSES, flags.DEFAULT_PROCESS_REPEAT)
+    assert c.processes > 1
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--repeat", "30"], (1, 30)),  # as before: one process
+    (["--processes", "3"], (3, flags.DEFAULT_PROCESS_REPEAT)),
+    (["--processes", "3", "--repeat", "5"], (3, 5)),
+    (["--processes", "1"], (1, flags.DEFAULT_REPEAT)),
+    (["--accuracy"], (1, flags.DEFAULT_REPEAT)),
+    (["--no-isolate"], (1, flags.DEFAULT_REPEAT)),
+    (["--max-time", "10"], (1, cli.ADAPTIVE_MAX_REPEAT)),
+])
+def test_processes_and_repeats(argv, expected):
+    c = config(*argv)
+    assert (c.processes, c.repeat) == expected
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--processes", "0"], "--processes must be at least 1"),
+    (["--processes", "2", "--no-isolate"], "drop --no-isolate"),
+    (["--processes", "2", "--accuracy"], "it applies to --performance"),
+])
+def test_bad_processes_are_one_line_and_exit_2(argv, message, capsys):
+    assert cli.main(["--only", "resnet18", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_run_config_round_trips_processes():
+    c = RunConfig(processes=4, repeat=8)
+    assert RunConfig.from_json(c.to_json()) == c
+
+
+# --------------------------------------------------------------------------
+# Joining a model's processes
+
+
+KEY = dict(dev="cpu", name="m", batch_size=4, baseline="xla", suite="builtin", mode="inference",
+           dtype="fp32", dynamic="static")
+
+
+def _part(baseline_s, backend_s, status="pass", backend="b", error=""):
+    row = {**KEY, "backend": backend, "status": status, "compilation_latency": 1.5}
+    if status != "pass":
+        return ModelResult(rows=[{**row, "error": error}])
+    settings = {c: KEY[c] for c in store.SETTING_COLUMNS}
+    return ModelResult(rows=[row], samples=[
+        store.sample_record("m", backend, "baseline", baseline_s, 0.5, **settings),
+        store.sample_record("m", backend, "backend", backend_s, 1.5, **settings)])
+
+
+def test_join_concatenates_samples_and_records_each_process():
+    parts = [_part([1.0, 1.0, 1.0], [2.0, 2.0, 2.0]), _part([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]),
+             _part([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])]
+    joined = processes.join(parts, 3)
+    (row,) = joined.rows
+    baseline, backend = joined.samples
+    assert backend["samples_s"] == [2.0] * 3 + [1.0] * 6 and baseline["process_repeats"] == [3, 3, 3]
+    assert backend["process_repeats"] == [3, 3, 3]
+    # The speedup is the median of the processes' speedups (0.5, 1, 2), not of all samples.
+    assert row["speedup"] == 1.0 and row["processes"] == 3 and row["repeats_used"] == 9
+    assert row["speedup_ci_low"] <= 0.5 + 1e-9 and row["speedup_ci_high"] >= 2.0 - 1e-9
+    assert row["compilation_latency"] == 1.5  # the first process's other columns
+
+
+def test_a_failure_in_any_process_is_the_row():
+    parts = [_part([1.0] * 3, [1.0] * 3), _part([], [], status="crashed", error="killed by SIGSEGV")]
+    (row,) = processes.join(parts, 3).rows
+    assert row["status"] == "crashed" and row["error"] == "killed by SIGSEGV; in process 2 of 3"
+    assert not processes.join(parts, 3).samples
+
+
+def test_spread_runs_each_process_and_stops_once_nothing_passes():
+    seen = []
+
+    def run_once(config, name):
+        seen.append(config)
+        return _part([], [], status="model_fail_to_load", error="no such model")
+
+    c = RunConfig(mode="performance", processes=4, repeat=5, cold_start=True, hlo_dir="h")
+    result = processes.spread(c, "m", run_once)
+    assert len(seen) == 1 and result.rows[0]["status"] == "model_fail_to_load"
+
+    seen.clear()
+    processes.spread(c, "m", lambda config, name: seen.append(config) or _part([1.0] * 5, [1.0] * 5))
+    assert len(seen) == 4 and all(s.processes == 1 and s.repeat == 5 for s in seen)
+    # Only the first process times cold starts and writes diagnostics.
+    assert seen[0].cold_start and seen[0].hlo_dir == "h"
+    assert not any(s.cold_start or s.hlo_dir for s in seen[1:])
+
+
+# --------------------------------------------------------------------------
+# Reading runs per process, and the gate's test
+
+
+def _write(path, chunks, backend="b"):
+    """A run of one model whose samples came from processes: ``chunks`` is
+    a list of per-process backend/baseline ratios over a steady baseline."""
+    baseline = [0.01 * (1 + 0.001 * i) for i, _ in enumerate(r for c in chunks for r in c)]
+    backend_s = [b * r for b, r in zip(baseline, (r for c in chunks for r in c))]
+    sizes = [len(c) for c in chunks]
+    row = {**KEY, "backend": backend, "status": "pass", "speedup": 1.0, "abs_latency": 10.0}
+    store.append_rows(path, [row])
+    settings = {c: KEY[c] for c in store.SETTING_COLUMNS}
+    store.append_samples(store.samples_path(path), [
+        {**store.sample_record("m", backend, "baseline", baseline, **settings), "process_repeats": sizes},
+        {**store.sample_record("m", backend, "backend", backend_s, **settings), "process_repeats": sizes}])
+    return path
+
+
+def _processes(rng, count, repeats, level, between=0.04, within=0.002):
+    """Per-process ratios: each process shifted by its own draw (``between``),
+    its repeats close together (``within``)."""
+    return [list(level * (1 + rng.normal(0, between)) * (1 + rng.normal(0, within, repeats)))
+            for _ in range(count)]
+
+
+def test_pairing_reads_processes_and_pools_them(tmp_path):
+    a = _write(tmp_path / "a.csv", [[1.0, 1.0], [2.0, 2.0, 2.0]])
+    b = _write(tmp_path / "b.csv", [[3.0], [4.0]])
+    side = pairing.load_run(a)[0][next(iter(pairing.load_run(a)[0]))]
+    assert side.process_repeats == (2, 3) and side.process_ratios == pytest.approx((1.0, 2.0))
+    pooled, _ = pairing.load_baseline([a, b])
+    (side,) = pooled.values()
+    assert side.process_repeats == (2, 3, 1, 1)
+    assert side.process_ratios == pytest.approx((1.0, 2.0, 3.0, 4.0))
+
+
+def test_a_run_without_processes_leaves_the_pool_per_repeat(tmp_path):
+    a = _write(tmp_path / "a.csv", [[1.0, 1.0], [2.0, 2.0]])
+    old = tmp_path / "old.csv"  # schema version 5: no process_repeats
+    store.append_rows(old, [{**KEY, "backend": "b", "status": "pass", "speedup": 1.0}])
+    settings = {c: KEY[c] for c in store.SETTING_COLUMNS}
+    store.append_samples(store.samples_path(old), [
+        store.sample_record("m", "b", "baseline", [1.0, 1.0], **settings),
+        store.sample_record("m", "b", "backend", [1.0, 1.0], **settings)])
+    (side,) = pairing.load_baseline([old, a])[0].values()
+    assert side.process_repeats == () and side.process_ratios == () and len(side.ratios) == 6
+
+
+def test_the_test_sees_the_spread_between_processes(tmp_path):
+    """Identical code, each process shifted by its own state: per repeat, the
+    nights' samples look like two populations (a false alarm); per process,
+    the gate sees that a second night moves this much."""
+    rng = np.random.default_rng(3)
+    alarms = {compare.UNIT_PROCESS: 0, compare.UNIT_REPEAT: 0}
+    for trial in range(20):
+        old = _write(tmp_path / f"old{trial}.csv", _processes(rng, 12, 8, 1.0))
+        new = _write(tmp_path / f"new{trial}.csv", _processes(rng, 4, 8, 1.0))
+        for unit in alarms:  # a low threshold: what the significance test alone says
+            (row,) = compare.compare(old, new, threshold=0.005, units=unit).rows
+            assert row.unit == unit
+            alarms[unit] += row.mark != compare.NO_CHANGE
+    assert alarms[compare.UNIT_REPEAT] >= 5, alarms
+    assert alarms[compare.UNIT_PROCESS] <= 2, alarms
+
+
+def test_process_units_still_catch_a_large_slowdown(tmp_path):
+    rng = np.random.default_rng(5)
+    old = _write(tmp_path / "old.csv", _processes(rng, 12, 8, 1.0, between=0.01))
+    new = _write(tmp_path / "new.csv", _processes(rng, 4, 8, 1.2, between=0.01))
+    (row,) = compare.compare(old, new).rows
+    assert row.mark == compare.SLOWER and row.unit == compare.UNIT_PROCESS
+
+
+def test_too_few_processes_to_reach_alpha_fall_back_to_repeats(tmp_path):
+    rng = np.random.default_rng(7)
+    old = _write(tmp_path / "old.csv", _processes(rng, 2, 8, 1.0))
+    new = _write(tmp_path / "new.csv", _processes(rng, 2, 8, 1.0))
+    (row,) = compare.compare(old, new).rows  # 2 vs 2 processes: p >= 1/3 whatever the data
+    assert row.unit == compare.UNIT_REPEAT
+
+
+def test_each_tested_row_says_the_smallest_slowdown_it_could_catch(tmp_path):
+    rng = np.random.default_rng(11)
+    quiet_old = _write(tmp_path / "qo.csv", _processes(rng, 12, 8, 1.0, between=0.002))
+    quiet_new = _write(tmp_path / "qn.csv", _processes(rng, 4, 8, 1.0, between=0.002))
+    noisy_old = _write(tmp_path / "no.csv", _processes(rng, 12, 8, 1.0, between=0.15))
+    noisy_new = _write(tmp_path / "nn.csv", _processes(rng, 4, 8, 1.0, between=0.15))
+    (quiet,) = compare.compare(quiet_old, quiet_new).rows
+    (noisy,) = compare.compare(noisy_old, noisy_new).rows
+    assert quiet.mark == noisy.mark == compare.NO_CHANGE
+    assert quiet.detectable == pytest.approx(0.05)  # the threshold is the floor
+    assert noisy.detectable > 0.08 and noisy.detectable == pytest.approx(noisy.change - noisy.change_low)
+    comparison = compare.compare(noisy_old, noisy_new)
+    cell = f"{noisy.detectable:.1%}"
+    assert cell in compare.render_markdown(comparison) and cell in compare.render_console(comparison)
+    assert f"no better than: m/b {cell}" in compare.sensitivity(comparison)
+    assert '"detectable"' in compare.render_json(comparison)
+
+
+def test_detectable_is_the_interval_below_the_estimate_and_at_least_the_threshold():
+    assert compare.detectable(0.01, -0.11, 0.05) == pytest.approx(0.12)
+    assert compare.detectable(0.0, -0.01, 0.05) == 0.05
+    assert np.isnan(compare.detectable(float("nan"), -0.1, 0.05))
