@@ -17,7 +17,7 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--backend=torchxla_trivial,torchxla_trace_once --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install install-light lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts nightly clean browser dashboard \
+.PHONY: install install-light lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts bench-power nightly clean browser dashboard \
 	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary nightly-notify \
 	torchbench-install
 
@@ -77,6 +77,15 @@ bench-cold-starts: install
 		--backend=torchxla_trace_once,openxla_eval,torchxla_trivial --repeat 1 --warmup 1 \
 		--cold-start-repeat $(COLD_STARTS) --overwrite --output $(COLD_STARTS_CSV)
 	$(PY) -m benchmarks.tools.cold_starts $(COLD_STARTS_CSV)
+
+# The gate's power: POWER_NIGHTS identical nights through the real nightly
+# under POWER_ROOT, then slowdowns of +3/+5/+10/+20% injected into each night;
+# false alarms and slowdowns caught per gate mode and model (docs/methodology.md).
+# On a quiet machine; POWER_ARGS: more flags, e.g. --resume, or -- RUNNER FLAGS.
+POWER_NIGHTS ?= 20
+POWER_ROOT ?= results/power
+bench-power: install
+	$(PY) -m benchmarks.tools.power --nights $(POWER_NIGHTS) --root $(POWER_ROOT) $(POWER_ARGS)
 
 # torch_xla's own dynamo tests (../shared/peer), pointed at our backends.
 test-torch-xla: install

@@ -835,3 +835,22 @@ def test_the_page_names_the_nights_that_never_ran(tmp_path):
     whole = dashboard.write_site(tmp_path / "site2", [dashboard.Night(d, tmp_path / d) for d, _ in frames[:3]],
                                  dashboard.combine([(i, df) for i, (_, df) in enumerate(frames[:3])])).read_text()
     assert "missing-nights" not in whole
+
+
+def test_each_gate_row_says_the_smallest_slowdown_it_could_catch(browser, pair_site):
+    root, index, dates = pair_site
+    gate = json.loads((root / dates[3] / "compare.json").read_text())
+    expected = {(r["name"], r["backend"]): (f"{r['detectable']:.1%}" if r["detectable"] is not None else "-")
+                for r in gate["rows"]}
+    assert expected[("resnet18", "torchxla_trace_once")].endswith("%")
+    page, errors, _ = open_page(browser, index, "#compare=2,3")
+    panel = page.locator('#gate-failures .gate-failure[data-night="3"]')
+    assert "detectable" in panel.locator("thead").inner_text()
+    rows = [r.split("\t") for r in panel.locator("tbody tr").all_inner_texts()]
+    assert {(r[0], r[1]): r[6] for r in rows} == {k: expected[k] for k in ((r[0], r[1]) for r in rows)}
+    page.wait_for_function("document.body.dataset.pairShown === '2,3'")
+    cells = page.evaluate("""() => Array.from(document.querySelectorAll('#pair-table tbody tr')).map(
+        tr => [tr.dataset.name, tr.dataset.backend, tr.children[9].textContent])""")
+    assert {(n, b): d for n, b, d in cells} == expected
+    assert errors == []
+    page.close()

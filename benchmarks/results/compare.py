@@ -450,7 +450,8 @@ def compare(
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``, or
     against several old runs pooled (a sequence of paths, oldest first: see
-    ``pairing.load_baseline``).
+    ``pairing.load_baseline``); several new runs are pooled alike (a change
+    judged over the nights it persisted).
 
     ``threshold`` is the smallest relative change of the backend/baseline
     ratio worth a mark (0.05 = 5%), ``alpha`` the significance level of the

@@ -62,6 +62,11 @@ def _change(row: dict) -> str:
     return f"{change:+.1%}{interval}"
 
 
+def _detectable(row: dict) -> str:
+    value = row.get("detectable")
+    return f"{value:.1%}" if isinstance(value, (int, float)) else "-"
+
+
 def _p(row: dict) -> str:
     p = row.get("p_value")
     return "-" if not isinstance(p, (int, float)) else ("<0.001" if p < 0.001 else f"{p:.3f}")
@@ -89,9 +94,9 @@ def gate_failures_html(nights: Sequence[Night], data: dict) -> str:
                         + "".join(f"<td>{c}</td>" for c in (
                             link, html.escape(str(r.get("backend"))), html.escape(str(r.get("mark"))),
                             f'{_ratio(r.get("old_ratio"))} → {_ratio(r.get("new_ratio"))}', _change(r), _p(r),
-                            html.escape(str(r.get("note") or "")))) + "</tr>")
+                            _detectable(r), html.escape(str(r.get("note") or "")))) + "</tr>")
         head = "".join(f"<th>{h}</th>" for h in ("model", "backend", "mark", "backend/baseline old → new",
-                                                  "change [95% interval]", "p", "note"))
+                                                  "change [95% interval]", "p", "detectable", "note"))
         policy_rows = failed_policies_html(night.gate)
         parts.append(f'<div class="gate-failure" data-night="{index}"><h3>{html.escape(night.date)}: '
                      f'{html.escape(night.verdict or "")}, against {against}</h3>'
@@ -165,6 +170,6 @@ def pair_data(comparison: compare.Comparison) -> dict:
              "oldSpeedup": r.old_speedup, "newSpeedup": r.new_speedup,
              "oldRatio": r.old_ratio, "newRatio": r.new_ratio, "change": r.change, "p": r.p_value,
              "changeLow": getattr(r, "change_low", None), "changeHigh": getattr(r, "change_high", None),
-             "note": r.note} for r in comparison.rows]
+             "detectable": r.detectable, "note": r.note} for r in comparison.rows]
     return {"old": comparison.old_label, "new": comparison.new_label, "verdict": compare.verdict(comparison),
             "summary": compare.summary(comparison), "rule": compare.rule(comparison), "rows": rows}

@@ -306,7 +306,7 @@
   function pairTable(pair, key) {
     var nights = key.split(",").map(Number);
     var head = ["model", "backend", "mark", "speedup " + data.nights[nights[0]], "speedup " + data.nights[nights[1]],
-                "new / old", "backend/baseline old → new", "change", "p", "note"];
+                "new / old", "backend/baseline old → new", "change", "p", "detectable", "note"];
     var rows = pair.rows.map(function (r) {
       var ratio = r.oldSpeedup && r.newSpeedup ? r.newSpeedup / r.oldSpeedup : null;
       var interval = r.changeLow !== null && r.changeLow !== undefined ?
@@ -315,7 +315,9 @@
       var cells = ["<a href=\"#model=" + encodeURIComponent(r.name) + "\">" + esc(r.name) + "</a>", esc(r.backend),
                    esc(r.mark), r.oldStatus === "pass" ? number(r.oldSpeedup, 3) : esc(r.oldStatus || "-"),
                    r.newStatus === "pass" ? number(r.newSpeedup, 3) : esc(r.newStatus || "-"), number(ratio, 3),
-                   number(r.oldRatio, 3) + " → " + number(r.newRatio, 3), percent(r.change) + interval, p, esc(r.note)];
+                   number(r.oldRatio, 3) + " → " + number(r.newRatio, 3), percent(r.change) + interval, p,
+                   r.detectable === null || r.detectable === undefined ? "-" : (100 * r.detectable).toFixed(1) + "%",
+                   esc(r.note)];
       var css = "mark-" + r.mark.replace(/ /g, "-") + (r.name === state.row ? " chosen" : "");
       return "<tr class=\"" + css + "\" data-name=\"" + esc(r.name) + "\" data-backend=\"" + esc(r.backend) +
              "\" data-mark=\"" + esc(r.mark) + "\"><td>" + cells.join("</td><td>") + "</td></tr>";

@@ -1,0 +1,304 @@
+"""The gate's power: how often it cries wolf on identical nights, and how
+often it catches a slowdown of a known size.
+
+    python -m benchmarks.tools.power --nights 20 --root results/power [--resume] [-- RUNNER FLAGS]
+
+1. **Identical nights** through the real nightly (``benchmarks.tools.aa_nights``:
+   the runner with the nightly's settings, then the gate against its pooled
+   baseline with its confirmation re-run).  Nothing changed between them, so
+   every night a gate fails is a false alarm.
+2. **Synthetic slowdowns**: each judged night again, with every backend's
+   samples scaled by 1 + s (``--slowdowns``, default +3/+5/+10/+20%), judged by
+   the gate (``gate.judge``) against the same baseline.  A row marked slower
+   is a slowdown caught.  The re-run of a slower row measures the slowed code
+   a second time; the next identical night, slowed alike, stands in for it
+   (``after re-run``: caught in both).
+
+Gate modes, each counted over the same nights:
+
+* ``night-to-night``: each night against the one before (per repeat);
+* ``pooled, per repeat``: against the last K nights pooled, each repeat's ratio a unit;
+* ``pooled, per process``: the same, each worker process's median ratio a
+  unit where the nights recorded their processes (the gate's default);
+* ``gate, before re-run`` / ``gate, after re-run``: the nightly's verdicts
+  (``compare.json``), for the identical nights; for the slowdowns, the
+  gate's comparison and its stand-in re-run;
+* ``two nights``: tonight and last night pooled, against the K nights before
+  last night: a slowdown that persisted two nights judged on both together.
+
+Printed: the false alarms of each mode, the slowdowns caught per mode and
+size, and per model and size for the gate, and the wall time.  Exit status:
+0 when the nights ran (whatever the counts), 1 when a night's runner failed,
+2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from tabulate import tabulate
+
+from benchmarks.nightly import gate, history
+from benchmarks.nightly.night import NIGHT_FILE, RESULT
+from benchmarks.results import compare, store
+from benchmarks.tools import aa_nights
+from benchmarks.usage import Parser, UsageError, guarded
+
+PROG = "python -m benchmarks.tools.power"
+DEFAULT_SLOWDOWNS = (0.03, 0.05, 0.10, 0.20)
+NIGHT_TO_NIGHT = "night-to-night"
+PER_REPEAT = "pooled, per repeat"
+PER_PROCESS = "pooled, per process"
+BEFORE = "gate, before re-run"
+AFTER = "gate, after re-run"
+TWO_NIGHTS = "two nights"
+MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, BEFORE, AFTER, TWO_NIGHTS)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("--nights", type=int, default=20, help="identical nights (default 20, at least 3)")
+    p.add_argument("--root", type=Path, default=Path("results/power"), help="folder of the nights "
+                   "(default results/power)")
+    p.add_argument("--backends", default=aa_nights.DEFAULT_BACKENDS,
+                   help=f"comma-separated (default {aa_nights.DEFAULT_BACKENDS})")
+    p.add_argument("--resume", action="store_true", help="keep the nights already under ROOT, add the rest")
+    p.add_argument("--judge-only", action="store_true",
+                   help="run no night: judge the nights already under ROOT")
+    p.add_argument("--slowdowns", default=",".join(f"{s:g}" for s in DEFAULT_SLOWDOWNS),
+                   help="slowdowns to inject, as fractions (default 0.03,0.05,0.1,0.2)")
+    p.add_argument("runner_args", nargs="*",
+                   help="runner.py flags, after -- (default: the nightly's own, no --repeat)")
+    return p
+
+
+def parse_slowdowns(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"--slowdowns takes fractions separated by commas (0.05 = 5%), got {text!r}") from None
+    if not values or not all(0 < v < 10 for v in values):
+        raise UsageError(f"--slowdowns takes positive fractions (0.05 = 5%), got {text!r}")
+    return values
+
+
+# --------------------------------------------------------------------------
+# A night slowed on paper
+
+
+def slowed_night(src: Path, dst: Path, factor: float) -> Path:
+    """A copy of the night in ``src`` at ``dst`` with every backend's samples
+    (and the CSV's latency and speedup) scaled by ``factor``; the baseline's
+    samples as they were.  Returns ``dst``."""
+    dst.mkdir(parents=True, exist_ok=True)
+    if (src / NIGHT_FILE).is_file():
+        shutil.copyfile(src / NIGHT_FILE, dst / NIGHT_FILE)
+    rows = store.read_rows(src / RESULT)
+    for column, scale in (("abs_latency", factor), ("speedup", 1 / factor)):
+        if column in rows:
+            rows[column] = rows[column] * scale
+    rows.to_csv(dst / RESULT, index=False)
+    records = store.read_samples(store.samples_path(src / RESULT))
+    scaled = [{**r, "samples_s": [s * factor if s is not None else None for s in r.get("samples_s") or ()]}
+              if r.get("role") == "backend" else r for r in records]
+    out = store.samples_path(dst / RESULT)
+    out.write_text("".join(json.dumps(r) + "\n" for r in scaled), encoding="utf-8")
+    return dst
+
+
+# --------------------------------------------------------------------------
+# Judging
+
+
+@dataclass
+class Tally:
+    """Per gate mode: the nights judged and the false alarms; per (mode,
+    slowdown) and (model, slowdown): rows caught of rows judged."""
+
+    judged: dict[str, int] = field(default_factory=dict)
+    alarms: dict[str, int] = field(default_factory=dict)
+    caught: dict[tuple, list[int]] = field(default_factory=dict)
+
+    def alarm(self, mode: str, failed: bool) -> None:
+        self.judged[mode] = self.judged.get(mode, 0) + 1
+        self.alarms[mode] = self.alarms.get(mode, 0) + int(failed)
+
+    def count(self, key: tuple, hit: bool) -> None:
+        found = self.caught.setdefault(key, [0, 0])
+        found[0] += int(hit)
+        found[1] += 1
+
+
+def _slower(comparison) -> dict:
+    return {row.key: row.mark == compare.SLOWER for row in comparison.rows
+            if row.mark in compare.MEASURED_MARKS}
+
+
+def judged_nights(root: Path, dates: Sequence[str], window: int):
+    """(date, baseline) of each night with a baseline, oldest first."""
+    found = []
+    for date in dates:
+        baseline = history.choose_baseline(root, date, window)
+        if baseline.runs:
+            found.append((date, baseline))
+    return found
+
+
+def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: Tally) -> None:
+    """Each mode's verdict on each identical night."""
+    kwargs = {k: v for k, v in policy.kwargs().items() if k != "units"}
+    nights = judged_nights(root, dates, window)
+    for date, baseline in nights:
+        night = root / date / RESULT
+        previous = history.choose_baseline(root, date, 1)
+        tally.alarm(NIGHT_TO_NIGHT, compare.exit_code(compare.compare(previous.runs, night, **kwargs,
+                                                                      units=compare.UNIT_REPEAT)))
+        for mode, unit in ((PER_REPEAT, compare.UNIT_REPEAT), (PER_PROCESS, compare.UNIT_PROCESS)):
+            tally.alarm(mode, compare.exit_code(compare.compare(baseline.runs, night, **kwargs, units=unit)))
+        verdict = _stored_verdict(root / date)
+        if verdict is not None:
+            confirmation = verdict.get("confirmation") or {}
+            tally.alarm(BEFORE, confirmation.get("exit_code_before", verdict["exit_code"]))
+            tally.alarm(AFTER, verdict["exit_code"])
+        two = _two_nights_baseline(root, dates, date, window)
+        if two is not None:
+            tally.alarm(TWO_NIGHTS, compare.exit_code(compare.compare(two[0], two[1], **policy.kwargs())))
+
+
+def _stored_verdict(folder: Path) -> dict | None:
+    try:
+        verdict = json.loads((folder / "compare.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return verdict if verdict.get("baseline") is not None else None
+
+
+def _two_nights_baseline(root: Path, dates: Sequence[str], date: str, window: int):
+    """(baseline runs, [last night, tonight]) for judging two nights
+    together, or None when there is no night before last with a baseline."""
+    index = list(dates).index(date)
+    if index < 1:
+        return None
+    last = dates[index - 1]
+    baseline = history.choose_baseline(root, last, window)
+    if not baseline.runs:
+        return None
+    return list(baseline.runs), [root / last / RESULT, root / date / RESULT]
+
+
+def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns: Sequence[float],
+               tally: Tally, scratch: Path) -> None:
+    """Each judged night slowed by each of ``slowdowns``, judged in each mode."""
+    kwargs = {k: v for k, v in policy.kwargs().items() if k != "units"}
+    nights = judged_nights(root, dates, window)
+    for slowdown in slowdowns:
+        factor = 1 + slowdown
+        slowed_root = scratch / f"{slowdown:g}"
+        for date in dates:
+            if (root / date / RESULT).is_file():
+                slowed_night(root / date, slowed_root / date, factor)
+        for index, (date, baseline) in enumerate(nights):
+            night = slowed_root / date / RESULT
+            judged = gate.judge(slowed_root, date, baseline, policy, remeasure=None)
+            caught = _slower(judged)
+            later = [d for d in dates if d > date and (slowed_root / d / RESULT).is_file()]
+            rerun = (compare.compare(list(baseline.runs), slowed_root / later[0] / RESULT,
+                                     **policy.kwargs()) if later else None)
+            confirmed = _slower(compare.confirm(judged, rerun)) if rerun is not None else {}
+            previous = history.choose_baseline(root, date, 1)
+            by_mode = {
+                NIGHT_TO_NIGHT: _slower(compare.compare(previous.runs, night, **kwargs, units=compare.UNIT_REPEAT)),
+                PER_REPEAT: _slower(compare.compare(baseline.runs, night, **kwargs, units=compare.UNIT_REPEAT)),
+                PER_PROCESS: _slower(compare.compare(baseline.runs, night, **kwargs, units=compare.UNIT_PROCESS)),
+                BEFORE: caught,
+            }
+            if rerun is not None:
+                by_mode[AFTER] = confirmed
+            two = _two_nights_baseline(root, dates, date, window)
+            if two is not None:
+                slowed_two = [slowed_root / Path(p).parent.name / RESULT for p in two[1]]
+                by_mode[TWO_NIGHTS] = _slower(compare.compare(two[0], slowed_two, **policy.kwargs()))
+            for mode, rows in by_mode.items():
+                for key, hit in rows.items():
+                    tally.count((mode, slowdown), hit)
+            for key, hit in caught.items():
+                tally.count((key.name, key.backend, slowdown), hit)
+
+
+# --------------------------------------------------------------------------
+# Report
+
+
+def _rate(found: list[int] | None) -> str:
+    if not found or not found[1]:
+        return "-"
+    return f"{found[0]}/{found[1]} ({found[0] / found[1]:.0%})"
+
+
+def report(tally: Tally, slowdowns: Sequence[float], seconds: dict[str, float]) -> str:
+    modes = [m for m in MODES if m in tally.judged or any(k[0] == m for k in tally.caught)]
+    table = [[mode, _rate([tally.alarms.get(mode, 0), tally.judged.get(mode, 0)]),
+              *[_rate(tally.caught.get((mode, s))) for s in slowdowns]] for mode in modes]
+    headers = ["gate mode", "false alarms (nights)", *[f"+{s:.0%} caught (rows)" for s in slowdowns]]
+    models = sorted({k[:2] for k in tally.caught if len(k) == 3})
+    per_model = [[name, backend, *[_rate(tally.caught.get((name, backend, s))) for s in slowdowns]]
+                 for name, backend in models]
+    wall = ", ".join(f"{what} {s:.0f} s" for what, s in seconds.items())
+    return (tabulate(table, headers=headers, disable_numparse=True) + "\n\n"
+            f"caught by the gate (before its re-run), per model:\n"
+            + tabulate(per_model, headers=["model", "backend", *[f"+{s:.0%}" for s in slowdowns]],
+                       disable_numparse=True)
+            + f"\n\nwall time: {wall}\n")
+
+
+def measure_power(root: Path, dates: Sequence[str], slowdowns: Sequence[float], policy=None,
+                  window: int | None = None) -> Tally:
+    """The false alarms and detections of the nights ``dates`` under ``root``."""
+    policy = policy or gate.Policy()
+    window = window or history.DEFAULT_NIGHTS
+    tally = Tally()
+    false_alarms(root, dates, window, policy, tally)
+    with tempfile.TemporaryDirectory(prefix="power-") as scratch:
+        detections(root, dates, window, policy, slowdowns, tally, Path(scratch))
+    return tally
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    def body() -> int:
+        args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        slowdowns = parse_slowdowns(args.slowdowns)
+        if args.nights < 3:
+            raise UsageError(f"--nights must be at least 3 (two to judge, one its re-run), got {args.nights}")
+        if args.root.exists() and not args.root.is_dir():
+            raise UsageError(f"--root {args.root} is not a folder")
+        if args.judge_only and not args.root.is_dir():
+            raise UsageError(f"--judge-only: no nights under {args.root}")
+        if (not args.judge_only and args.root.is_dir() and any(args.root.iterdir()) and not args.resume):
+            raise UsageError(f"{args.root} is not empty; pass --resume to add to its nights or choose another --root")
+        seconds = {}
+        code = 0
+        started = time.monotonic()
+        if not args.judge_only:
+            args.runner_args = args.runner_args or ["--only", "squeezenet1_1,resnet18,mobilenet_v2,alexnet"]
+            code = aa_nights.run_nights(args)
+            seconds["running nights"] = time.monotonic() - started
+        dates = [d for d in aa_nights.dates(args.nights) if (args.root / d).is_dir()]
+        judging = time.monotonic()
+        tally = measure_power(args.root, dates, slowdowns)
+        seconds["judging"] = time.monotonic() - judging
+        print(f"{len(dates)} identical night(s) under {args.root}")
+        print(report(tally, slowdowns, seconds), end="")
+        return code
+
+    return guarded(PROG, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""benchmarks.tools.power on nights written here with known effects: no
+measurement, the real gate (benchmarks.results.gate) judging them."""
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks.nightly import gate
+from benchmarks.nightly.night import RESULT
+from benchmarks.results import compare, store
+from benchmarks.tools import aa_nights, power
+
+KEY = dict(dev="cpu", batch_size=4, baseline="xla", suite="builtin", mode="inference", dtype="fp32",
+           dynamic="static")
+# Per model: the spread of a process's median ratio around the model's level.
+MODELS = {"quiet": 0.003, "noisy": 0.12}
+
+
+def _night(folder, rng, processes=4, repeats=6, slowdown=0.0):
+    folder.mkdir(parents=True)
+    rows, records = [], []
+    settings = {c: KEY[c] for c in store.SETTING_COLUMNS}
+    for name, between in MODELS.items():
+        ratios = np.concatenate([0.8 * (1 + slowdown) * (1 + rng.normal(0, between))
+                                 * (1 + rng.normal(0, 0.002, repeats)) for _ in range(processes)])
+        baseline = 0.01 * (1 + rng.normal(0, 0.01, ratios.size))
+        backend = baseline * ratios
+        rows.append({**KEY, "name": name, "backend": "b", "status": "pass", "speedup": 1.25,
+                     "abs_latency": float(np.median(backend)) * 1e3, "processes": processes})
+        sizes = [repeats] * processes
+        records += [{**store.sample_record(name, "b", "baseline", baseline, **settings), "process_repeats": sizes},
+                    {**store.sample_record(name, "b", "backend", backend, **settings), "process_repeats": sizes}]
+    store.append_rows(folder / RESULT, rows)
+    store.append_samples(store.samples_path(folder / RESULT), records)
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    """Six identical nights, each judged by the gate as the nightly does
+    (without re-runs: nothing here can measure)."""
+    root = tmp_path_factory.mktemp("nights")
+    rng = np.random.default_rng(0)
+    dates = aa_nights.dates(6)
+    for date in dates:
+        _night(root / date, rng)
+        gate.run(root, date, gate.Policy())
+    return root, dates
+
+
+def test_a_slowed_night_scales_only_the_backend(tmp_path, nights):
+    root, dates = nights
+    slowed = power.slowed_night(root / dates[0], tmp_path / dates[0], 1.1)
+    before = {(r["name"], r["role"]): r["samples_s"] for r in store.read_samples(store.samples_path(root / dates[0] / RESULT))}
+    after = {(r["name"], r["role"]): r for r in store.read_samples(store.samples_path(slowed / RESULT))}
+    assert after[("quiet", "backend")]["samples_s"] == pytest.approx([s * 1.1 for s in before[("quiet", "backend")]])
+    assert after[("quiet", "baseline")]["samples_s"] == before[("quiet", "baseline")]
+    assert after[("quiet", "backend")]["process_repeats"] == [6] * 4
+    rows = store.read_rows(slowed / RESULT)
+    assert rows["speedup"].tolist() == pytest.approx([1.25 / 1.1] * 2)
+
+
+def test_power_counts_false_alarms_and_catches_by_size_and_model(nights):
+    root, dates = nights
+    tally = power.measure_power(root, dates, (0.03, 0.08, 0.2))
+    # Five nights had a baseline; the gate's stored verdicts are counted too.
+    assert tally.judged[power.PER_PROCESS] == tally.judged[power.BEFORE] == 5
+    assert tally.alarms[power.PER_PROCESS] == tally.alarms[power.BEFORE] == 0
+    quiet = lambda s: tally.caught[("quiet", "b", s)]  # noqa: E731
+    noisy = lambda s: tally.caught[("noisy", "b", s)]  # noqa: E731
+    # A quiet model's +8% is caught every night; its +3% is below the threshold.
+    assert quiet(0.08) == [5, 5] and quiet(0.03) == [0, 5] and quiet(0.2) == [5, 5]
+    # Between-process spread of 12% hides +8% and even +20% some nights.
+    assert noisy(0.08)[0] <= 2 and noisy(0.2)[0] < 5
+    assert tally.caught[(power.BEFORE, 0.08)] == [quiet(0.08)[0] + noisy(0.08)[0], 10]
+    # The stand-in re-run: the next night slowed alike; the last night has none.
+    assert tally.caught[(power.AFTER, 0.2)][1] == 8
+    assert tally.caught[(power.TWO_NIGHTS, 0.2)][1] == 8
+
+
+def test_report_prints_every_mode_and_model(nights):
+    root, dates = nights
+    tally = power.measure_power(root, dates, (0.05,))
+    text = power.report(tally, (0.05,), {"judging": 1.0})
+    for mode in power.MODES:
+        assert mode in text
+    assert "noisy" in text and "quiet" in text and "wall time: judging 1 s" in text
+
+
+def test_cli_judges_nights_already_there(nights, capsys):
+    root, _ = nights
+    assert power.main(["--judge-only", "--nights", "6", "--root", str(root), "--slowdowns", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "6 identical night(s)" in out and "+20% caught (rows)" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--slowdowns", "x"], "--slowdowns takes fractions"),
+    (["--slowdowns", "-0.1"], "--slowdowns takes positive fractions"),
+    (["--nights", "2"], "--nights must be at least 3"),
+    (["--judge-only", "--root", "/nonexistent/power"], "--judge-only: no nights under"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    assert power.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_compare_pools_several_new_runs(nights):
+    root, dates = nights
+    one = compare.compare(root / dates[0] / RESULT, root / dates[2] / RESULT)
+    two = compare.compare(root / dates[0] / RESULT,
+                          [root / d / RESULT for d in dates[1:3]])
+    assert {r.n_new for r in two.rows} == {2 * r.n_new for r in one.rows}
+    json.loads(compare.render_json(two))
