@@ -11,7 +11,7 @@ from benchmarks.results import compare, store
 from benchmarks.tools import aa_nights, power
 
 KEY = dict(dev="cpu", batch_size=4, baseline="xla", suite="builtin", mode="inference", dtype="fp32",
-           dynamic="static")
+           dynamic="static", inputs="random")
 # Per model: the spread of a process's median ratio around the model's level.
 MODELS = {"quiet": 0.003, "noisy": 0.12}
 
