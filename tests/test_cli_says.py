@@ -84,3 +84,20 @@ def test_help_shows_every_default_and_lists_no_refused_value():
 def test_every_refused_flag_is_named_in_flags_elsewhere():
     assert {"--nopython", "--inductor", "--xla", "--trace-on-xla", "--use-eval-mode", "--batch-size-file",
             "--log-graph-breaks"} <= set(flags.FLAGS_ELSEWHERE)
+
+
+def test_explain_prints_no_recompile_bullet_when_there_are_none(tmp_path):
+    from benchmarks.results import explain
+
+    out = tmp_path / "run.csv"
+    row = dict(dev="cpu", name="m", batch_size=1, backend="b", baseline="xla", status="pass", speedup=1.0,
+               abs_latency=2.0, host_ms=1.0, recompiles=0, inputs="fixed")
+    store.append_rows(out, [row, {**row, "name": "n", "recompiles": 1}])
+    key = {c: row.get(c) for c in store.SETTING_COLUMNS}
+    store.append_samples(store.samples_path(out), [
+        store.sample_record("m", "b", "backend", [0.1], 0.1, recompile_reasons=[""], **key),
+        store.sample_record("n", "b", "backend", [0.1], 0.1, recompile_reasons=["", "size of x changed"], **key)])
+    text = explain.render(out)
+    m_part, n_part = text.split("\nm · b")[1].split("\nn · b")
+    assert "  recompiles: 0\n" in m_part and "    - " not in m_part
+    assert n_part.count("    - ") == 1 and "    - size of x changed" in n_part

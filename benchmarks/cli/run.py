@@ -51,7 +51,7 @@ def run_command(args: argparse.Namespace) -> int:
     output.commit()
     print(report.finish(config.csv_path))
     if args.explain:
-        from benchmarks.run import explain
+        from benchmarks.results import explain
 
         print(explain.render(config.csv_path))
     if config.compile_cache:

@@ -56,14 +56,14 @@ def render(csv_path: str | Path) -> str:
         fallback = row.get("fallback_ops")
         fallback = fallback.split() if isinstance(fallback, str) else []  # NaN: none recorded
         recompiles = _number(row.get("recompiles"))
-        reasons = recompiled.get(store.experiment_key(row), [])
+        reasons = [r for r in recompiled.get(store.experiment_key(row), []) if str(r).strip()]
         lines = [f"{name} · {backend} (batch size {row.get('batch_size')})",
                  f"  graph breaks: {len(mine)}"]
         lines += [f"    - {b['reason']}" + (f" [{b['user_frame']}]" if b.get("user_frame") else "")
                   for _, b in mine.iterrows()]
         lines.append(f"  ops run on the host by torch_xla: {', '.join(fallback) if fallback else 'none'}")
         lines.append(f"  recompiles: {'not measured' if recompiles is None else int(recompiles)}")
-        lines += [f"    - {reason}" for reason in reasons]
+        lines += [f"    - {reason}" for reason in reasons if recompiles]  # none: no bullet
         lines.append(f"  {_host_share(row)}")
         parts += ["", *lines]
     return "\n".join(parts) + "\n"

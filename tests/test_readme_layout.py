@@ -1,0 +1,28 @@
+"""README's Layout section names every package and module of benchmarks/
+where it is, so it cannot describe a layout that moved."""
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _layout() -> str:
+    text = (REPO / "README.md").read_text()
+    return re.search(r"## Layout\n\n```\n(.*?)```", text, re.S).group(1)
+
+
+def test_readme_layout_names_every_module_of_benchmarks_in_its_package():
+    layout = _layout()
+    blocks = re.split(r"\n  (?=\S)", layout)  # one block per top-level entry of benchmarks/
+    missing = []
+    for path in sorted((REPO / "benchmarks").rglob("*.py")):
+        rel = path.relative_to(REPO / "benchmarks")
+        if path.name in ("__init__.py", "__main__.py") or "assets" in rel.parts:
+            continue
+        if rel.parts[0] == "models" and path.name != "spec.py":  # "a file per family"
+            continue
+        folder = "/".join(rel.parts[:-1])
+        own = [b for b in blocks if b.startswith(f"{folder}/")] if folder else blocks
+        if not any(re.search(rf"(?<![\w/]){re.escape(path.name)}", b) for b in own):
+            missing.append(str(rel))
+    assert missing == [], f"README's Layout does not place: {missing}"
