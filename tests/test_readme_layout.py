@@ -26,3 +26,16 @@ def test_readme_layout_names_every_module_of_benchmarks_in_its_package():
         if not any(re.search(rf"(?<![\w/]){re.escape(path.name)}", b) for b in own):
             missing.append(str(rel))
     assert missing == [], f"README's Layout does not place: {missing}"
+
+
+def test_readme_says_what_make_test_needs_besides_python():
+    """Each tool a prerequisite of ``make test`` installs or runs is named in the README."""
+    makefile = (REPO / "Makefile").read_text()
+    prerequisites = re.search(r"^test: (.*)$", makefile, re.M).group(1).split()
+    readme = (REPO / "README.md").read_text().split("## Quick start")[0]
+    needs = {"browser": ["chromium", "apt-get", "sudo"], "lint-tools": ["npm", "node", "network"]}
+    for target in prerequisites:
+        if target == "install":
+            continue
+        assert target in needs, f"say in README what `make {target}` needs, and list it here"
+        assert all(word in readme for word in needs[target]), target
