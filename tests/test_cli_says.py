@@ -101,3 +101,16 @@ def test_explain_prints_no_recompile_bullet_when_there_are_none(tmp_path):
     m_part, n_part = text.split("\nm · b")[1].split("\nn · b")
     assert "  recompiles: 0\n" in m_part and "    - " not in m_part
     assert n_part.count("    - ") == 1 and "    - size of x changed" in n_part
+
+
+def test_compares_table_caption_says_which_way_ratio_and_speedup_point():
+    from pathlib import Path
+
+    from benchmarks.results import compare
+
+    fixtures = Path(__file__).parent / "fixtures" / "compare"
+    comparison = compare.compare(fixtures / "old.csv", fixtures / "new.csv")
+    for text in (compare.render_console(comparison), compare.render_markdown(comparison)):
+        caption, table = text.split("How to read it:")[1].split("\n\n", 1)
+        assert "below 1 = the backend is faster" in caption and "above 1 = faster" in caption
+        assert "backend/baseline" in table.splitlines()[0] and "speedup" in table.splitlines()[0]

@@ -779,6 +779,14 @@ def context(comparison: Comparison) -> list[str]:
     return lines
 
 
+# Above every table: its two measures of the same thing point opposite ways.
+DIRECTION = ("How to read it: backend/baseline = the ratio of their latencies, below 1 = the backend is faster; it is "
+             "what the gate judges (the median of each repeat's ratio). speedup = baseline/backend "
+             "latency, above 1 = faster, as the run's report shows it (the ratio of the medians). On a "
+             "noisy row the two can disagree (a 0.75x speedup beside a 0.935 ratio): the ratio is the "
+             "paired one, the speedup only information.")
+
+
 def render_markdown(comparison: Comparison, title: str | None = None) -> str:
     """Markdown for a pull request: verdict, summary, table and the rules."""
     title = title or f"Benchmark comparison: {comparison.old_label} → {comparison.new_label}"
@@ -789,7 +797,7 @@ def render_markdown(comparison: Comparison, title: str | None = None) -> str:
              f"**{verdict(comparison)}**: {summary(comparison)}.", "",
              *([sensitivity(comparison) + ".", ""] if sensitivity(comparison) else [])]
     if comparison.rows:
-        parts += [_table(comparison, "github", "→", markdown=True), ""]
+        parts += [DIRECTION, "", _table(comparison, "github", "→", markdown=True), ""]
     parts += [rule(comparison).replace(">=", "≥"), ""]
     return "\n".join(parts)
 
@@ -800,7 +808,7 @@ def render_console(comparison: Comparison) -> str:
     parts = [header, *context(comparison), summary(comparison),
              *([sensitivity(comparison)] if sensitivity(comparison) else []), ""]
     if comparison.rows:
-        parts += [_table(comparison, "simple", "->", markdown=False), ""]
+        parts += [DIRECTION, "", _table(comparison, "simple", "->", markdown=False), ""]
     parts += [rule(comparison), ""]
     return "\n".join(parts)
 
