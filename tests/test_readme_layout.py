@@ -39,3 +39,11 @@ def test_readme_says_what_make_test_needs_besides_python():
             continue
         assert target in needs, f"say in README what `make {target}` needs, and list it here"
         assert all(word in readme for word in needs[target]), target
+
+
+def test_the_glossary_gives_each_overloaded_word_one_meaning():
+    glossary = (REPO / "docs" / "glossary.md").read_text()
+    words = re.findall(r"^\| \*\*([a-z ]+)\*\* \|", glossary, re.M)
+    for word in ("program", "contender", "measure", "phase", "reference", "baseline nights", "experiment"):
+        assert words.count(word) == 1, word
+    assert "docs/glossary.md" in (REPO / "README.md").read_text()
