@@ -128,8 +128,17 @@ def test_unstable_rows_get_a_section_and_a_console_warning():
     md = report.render_markdown(df)
     assert "## Unstable measurements" in md and "95% CI spans 40% of the speedup" in md
     console = report.render_console(df)
-    assert "warning: alexnet / torchxla_trivial may be unstable" in console
+    assert f"warning: alexnet / torchxla_trivial at batch size {SAMPLE_ROWS[0]['batch_size']} may be unstable" \
+        in console
     assert report.UNSTABLE_REMEDY in console
+
+
+def test_an_unstable_warning_names_the_batch_size_of_a_cycle():
+    shaky = dict(SAMPLE_ROWS[0], unstable="95% CI spans 40% of the speedup")
+    df = pd.DataFrame([dict(shaky, batch_size=1), dict(shaky, batch_size=4)])
+    console = report.render_console(df)
+    assert "alexnet / torchxla_trivial at batch size 1 may be unstable" in console
+    assert "alexnet / torchxla_trivial at batch size 4 may be unstable" in console
 
 
 def test_compiler_metrics_table_only_when_recorded():

@@ -466,13 +466,15 @@ def persistent_cache_warning(df: pd.DataFrame) -> str | None:
             "torch_xla 2.9 cannot load its executables on PJRT CPU (the cache helps on TPU)")
 
 
-def unstable(df: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """``(name, backend, reason)`` of every row flagged as unstable (a row
-    with too few samples for an interval is ``too_few_samples``'s)."""
+def unstable(df: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """``(name, backend, batch size, reason)`` of every row flagged as
+    unstable (a row with too few samples for an interval is
+    ``too_few_samples``'s); the batch size tells the rows of a cycle apart."""
     if "unstable" not in df.columns:
         return []
     latest = store.latest(df)
-    return [(row["name"], row["backend"], row["unstable"]) for _, row in latest.iterrows()
+    return [(row["name"], row["backend"], _batch_size(pd.DataFrame([row])), row["unstable"])
+            for _, row in latest.iterrows()
             if isinstance(row["unstable"], str) and row["unstable"] and not _too_few(row)]
 
 
@@ -568,7 +570,7 @@ def _metric_sections(df: pd.DataFrame) -> list[str]:
     shaky = unstable(df)
     if shaky:
         parts += ["## Unstable measurements", "", f"To firm them up, {UNSTABLE_REMEDY}.", "",
-                  tables.render(["name", "backend", "why"], [list(s) for s in shaky], tables.MARKDOWN), ""]
+                  tables.render(["name", "backend", "batch size", "why"], [list(s) for s in shaky], tables.MARKDOWN), ""]
     headers, rows = headroom_table(df)
     if rows:
         parts += ["## Headroom", "", HEADROOM_NOTE, "", tables.render(headers, rows, tables.MARKDOWN), ""]
@@ -613,8 +615,9 @@ def render_console(df: pd.DataFrame, logs: Path | None = None) -> str:
     for name, backend, status, reason, log in failed:
         text += f"\nfailed: {name} / {backend}: {status}{': ' + reason if reason else ''}"
         text += f" (log: {log})" if log else ""
-    for name, backend, why in shaky:
-        text += f"\nwarning: {name} / {backend} may be unstable ({why}); {UNSTABLE_REMEDY}."
+    for name, backend, batch_size, why in shaky:
+        text += (f"\nwarning: {name} / {backend} at batch size {batch_size} may be unstable ({why}); "
+                 f"{UNSTABLE_REMEDY}.")
     few = too_few_samples(df)
     for name, backend, samples in few:
         text += f"\nwarning: {too_few_line(name, backend, samples)}."
