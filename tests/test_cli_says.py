@@ -114,3 +114,9 @@ def test_compares_table_caption_says_which_way_ratio_and_speedup_point():
         caption, table = text.split("How to read it:")[1].split("\n\n", 1)
         assert "below 1 = the backend is faster" in caption and "above 1 = faster" in caption
         assert "backend/baseline" in table.splitlines()[0] and "speedup" in table.splitlines()[0]
+
+
+def test_profiler_traces_go_beside_the_csv(tmp_path):
+    out = tmp_path / "elsewhere" / "run.csv"
+    c = _config("--backend", "eager", "--export-profiler-trace", "--output", str(out))
+    assert c.profiler_trace_dir == str(tmp_path / "elsewhere" / flags.PROFILER_TRACE_FOLDER)

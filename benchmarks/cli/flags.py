@@ -142,7 +142,7 @@ def _diagnostics(p: argparse.ArgumentParser) -> None:
     d = p.add_argument_group("diagnostics")
     d.add_argument("--export-profiler-trace", metavar="DIR", nargs="?", const=PROFILER_TRACE_FOLDER,
                    help="after timing, profile one step of each runner into DIR/<model>_<runner>.json "
-                        f"(DIR: default <output-directory>/{PROFILER_TRACE_FOLDER})")
+                        f"(DIR: default {PROFILER_TRACE_FOLDER}/ beside the output CSV)")
     d.add_argument("--explain", "--print-graph-breaks", action="store_true",
                    help="after the run, print per model and backend its graph breaks with reasons, "
                         "the ops run on the host, recompiles with the guard that failed, and the "

@@ -171,8 +171,8 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
     except OutputExists:
         if not args.dry_run:  # the plan says it instead
             raise
-    if args.export_profiler_trace == PROFILER_TRACE_FOLDER:  # the flag with no folder
-        args.export_profiler_trace = str(Path(args.output_directory, PROFILER_TRACE_FOLDER))
+    if args.export_profiler_trace == PROFILER_TRACE_FOLDER:  # the flag with no folder: beside the CSV
+        args.export_profiler_trace = str(output.parent / PROFILER_TRACE_FOLDER)
     folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
                (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"),
                 ("--compile-cache", "compile_cache"))}
