@@ -364,7 +364,7 @@ def test_a_clash_suggests_a_new_output_first_and_a_dry_run_still_plans(capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"{csv_path} exists" in err, err
     assert err.index("--output NEW.csv") < err.index("--resume") < err.index("--overwrite"), err
-    assert cli.main([*CANONICAL, "--dry-run"]) == 0
+    assert cli.main([*CANONICAL, "--dry-run"]) == 2  # as the run would
     out = capsys.readouterr().out
     assert "resnet18" in out and f"{csv_path} exists" in out and "--output NEW.csv" in out, out
     assert csv_path.read_text() == "an earlier run's\n"

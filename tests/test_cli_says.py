@@ -120,3 +120,17 @@ def test_profiler_traces_go_beside_the_csv(tmp_path):
     out = tmp_path / "elsewhere" / "run.csv"
     c = _config("--backend", "eager", "--export-profiler-trace", "--output", str(out))
     assert c.profiler_trace_dir == str(tmp_path / "elsewhere" / flags.PROFILER_TRACE_FOLDER)
+
+
+def test_dry_run_prints_the_real_plan_creates_nothing_and_exits_as_the_run_would(tmp_path, capsys):
+    out = tmp_path / "run.csv"
+    argv = [*ONE, "--backend", "eager", "--output", str(out), "--repeat", "7", "--warmup", "2",
+            "--dump-hlo", str(tmp_path / "hlo"), "--dry-run"]
+    assert cli.main(argv) == 0
+    plan = capsys.readouterr().out
+    assert "7 timed repeats after 2 warm-up call(s)" in plan and "fresh process" in plan
+    assert str(tmp_path / "hlo") in plan and not (tmp_path / "hlo").exists()
+    out.write_text("an earlier run's\n")
+    assert cli.main(argv) == 2
+    assert "exit code 2" in capsys.readouterr().out
+    assert cli.main([*argv, "--overwrite"]) == 0

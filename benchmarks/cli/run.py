@@ -34,8 +34,9 @@ def run_command(args: argparse.Namespace) -> int:
     check_device(args.device)
     config = _config(args, settings)
     if args.dry_run:
-        print(_plan(config, settings))
-        return 0
+        text, code = _plan(config, settings, overwrite=args.overwrite)
+        print(text)
+        return code
     from benchmarks.run import orchestrate
     from benchmarks.results import report, store
 
@@ -105,7 +106,7 @@ def check_device(device: str) -> None:
         raise UsageError("--device tpu: no TPU device on this machine (no /dev/accel* or /dev/vfio/*)")
 
 
-def _plan(config: RunConfig, settings) -> str:
+def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, int]:
     """What a run would do: models x backends with their batch sizes, and
     the files it would write."""
     from tabulate import tabulate
@@ -120,13 +121,23 @@ def _plan(config: RunConfig, settings) -> str:
     table = tabulate(rows, headers=("model", "batch size", f"backends vs {config.baseline} baseline"))
     files = report_files(config.csv_path, accuracy=config.mode == "accuracy")
     outputs = "\n".join(f"  {p}" for p in [*files, logs_path(config.csv_path)])
+    folders = [f for f in (config.profiler_trace_dir, config.hlo_dir, config.compile_cache) if f]
+    outputs += "".join(f"\n  {f}/" for f in folders)
+    code = 0
     try:
-        _check_run_output(config.csv_path, resume=config.resume, overwrite=False, mode=config.mode)
+        _check_run_output(config.csv_path, resume=config.resume, overwrite=overwrite, mode=config.mode)
     except OutputExists as err:
-        outputs += f"\nbut {err}" if not config.resume else ""
+        outputs += f"\nbut {err}; a run would stop here with exit code 2"
+        code = 2
+    repeats = (f"adaptive repeats: {config.min_repeat} to {config.repeat}, within {config.max_time:g} s "
+               f"per model" if config.adaptive else f"{config.repeat} timed repeats")
+    first = (f"each runner's first call timed in {config.cold_start_repeat} fresh process(es)"
+             if config.cold_start else "first calls timed in the measuring process")
+    measuring = (f"{repeats} after {config.warmup} warm-up call(s), in {config.processes} worker "
+                 f"process(es) per model; {first}; timeout {config.timeout:g} s per model")
     return (f"{config.mode}: {config.experiment.caption()}: "
-            f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n\n{table}\n\n"
-            f"would write (logs only for failed workers):\n{outputs}")
+            f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n{measuring}\n\n{table}\n\n"
+            f"would write (logs only for failed workers; nothing is created by --dry-run):\n{outputs}"), code
 
 
 def make_config(args: argparse.Namespace, settings=None) -> RunConfig:
@@ -173,7 +184,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
             raise
     if args.export_profiler_trace == PROFILER_TRACE_FOLDER:  # the flag with no folder: beside the CSV
         args.export_profiler_trace = str(output.parent / PROFILER_TRACE_FOLDER)
-    folders = {flag: _output_folder(getattr(args, attr), flag) for flag, attr in
+    folders = {flag: _output_folder(getattr(args, attr), flag, create=not args.dry_run) for flag, attr in
                (("--export-profiler-trace", "export_profiler_trace"), ("--dump-hlo", "dump_hlo"),
                 ("--compile-cache", "compile_cache"))}
     return config.replace(
@@ -224,11 +235,14 @@ def parse_batch_sizes(text: str | None) -> tuple[int, ...]:
     return sizes
 
 
-def _output_folder(path: str | None, flag: str) -> str | None:
-    """Create the folder a diagnostics flag writes into, or say why not."""
+def _output_folder(path: str | None, flag: str, create: bool = True) -> str | None:
+    """Create the folder a diagnostics flag writes into, or say why not
+    (without ``create``, a dry run's: only name it)."""
     if path is None:
         return None
     folder = Path(path)
+    if not create:
+        return str(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
