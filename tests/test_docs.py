@@ -57,6 +57,9 @@ NOT_RUN = {
     "python runner.py bisect <baseline night's commit> <tonight's commit> --only resnet18 --backend "
     "torchxla_trace_once --suite builtin --repeat 8 --metric first-call":
         "the notify job's issue shows it with two real commits; tests/test_notify.py checks the command",
+    "make bench-power POWER_NIGHTS=20":
+        "twenty nights of real measurements on a quiet machine (hours); tests/test_power.py checks "
+        "the tool on synthetic nights",
     "git clone https://github.com/pytorch/benchmark ~/torchbench":
         "needs the network (GitHub)",
     "cd ~/torchbench && python install.py resnet18 hf_Bert ...":

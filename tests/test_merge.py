@@ -105,10 +105,12 @@ def test_samples_are_merged(sharded):
     assert pairs == [(m, "eager", role) for m in ("ok_mlp", "ok_tiny") for role in ("backend", "baseline")]
 
 
-def _form(md: str) -> dict:
-    """What a report looks like, without its measured numbers: title,
-    headings, the speedup table's header and first column, the failures.
+def _form(path: Path) -> dict:
+    """What the report at ``path`` looks like, without its measured numbers:
+    title, headings, the speedup table's header and first column, the
+    failures (a kept log named relative to the report's folder).
     (Whether a speedup is flagged unstable is noise, so not compared.)"""
+    md = path.read_text().replace(str(path.parent), "<folder>")
     lines = md.splitlines()
     headings = [ln for ln in lines if ln.startswith("#") and "Unstable" not in ln]
     first_table = md.split("\n## ", 1)[0]
@@ -122,12 +124,13 @@ def _form(md: str) -> dict:
 
 def test_report_has_the_form_of_a_single_runs(sharded):
     paths, _, _ = sharded
-    merged, single = (_form(store.markdown_path(paths[k]).read_text())
-                      for k in ("merged", "shard0"))
+    merged, single = (_form(store.markdown_path(paths[k])) for k in ("merged", "shard0"))
     assert merged.pop("models") == [*MODELS, "geomean"]
     assert single.pop("models") == ["ok_mlp", "raise_on_load", "geomean"]
     assert merged == single  # same title, headings, columns, failures, plot
     assert "raise_on_load" in merged["failures"]
+    assert "raise_on_load.log" in merged["failures"]  # the shard's kept log, beside the merge
+    assert (store.logs_path(paths["merged"]) / "raise_on_load.log").is_file()
     assert paths["merged"].with_suffix(".png").exists()
 
 

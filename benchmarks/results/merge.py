@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import warnings
 from contextlib import contextmanager
@@ -190,10 +191,12 @@ def check_output(out: Path, inputs: Sequence[Path], overwrite: bool) -> None:
 
 
 def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str],
-          graph_breaks: Sequence[list[str]] | None = None) -> str:
+          graph_breaks: Sequence[list[str]] | None = None,
+          logs: Sequence[Path] = ()) -> str:
     """Write OUT.jsonl, the graph-break CSV (when an input had one), then
-    OUT.csv, each renamed into place, then the report and plot as a run
-    does; returns the console report."""
+    OUT.csv, each renamed into place, the inputs' kept logs (``logs``, their
+    folders) into OUT's, then the report and plot as a run does; returns the
+    console report."""
     # Imported only once the input is good: it loads matplotlib.
     from benchmarks.results import report
 
@@ -218,12 +221,22 @@ def write(out: Path, rows: Sequence[dict[str, str]], sample_lines: Sequence[str]
                 os.fsync(f.fileno())
         for tmp, (path, _) in zip(temporary, pending):
             os.replace(tmp, path)
+        _copy_logs(logs, store.logs_path(out))
         return report.finish(out)
     except OSError as err:
         raise UsageError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
     finally:
         for tmp in temporary:
             tmp.unlink(missing_ok=True)
+
+
+def _copy_logs(folders: Sequence[Path], into: Path) -> None:
+    """The shards' kept logs beside the merged file, so its report names
+    each failed row's log as the shard's did (a model is in one shard)."""
+    for folder in folders:
+        for log in sorted(folder.glob("*.log")) if folder.is_dir() else ():
+            into.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(log, into / log.name)
 
 
 # --------------------------------------------------------------------------
@@ -252,7 +265,8 @@ def run(out: Path, inputs: Sequence[Path], overwrite: bool = False) -> tuple[int
     with_breaks = [s for s in shards if s.graph_breaks is not None]
     # Graph breaks in model order, as the rows (their first cell is the model).
     breaks = sorted((r for s in with_breaks for r in s.graph_breaks), key=lambda r: r[0])
-    console = write(out, rows, sample_lines, breaks if with_breaks else None)
+    console = write(out, rows, sample_lines, breaks if with_breaks else None,
+                    [store.logs_path(s.path) for s in shards])
     return len(rows), len(sample_lines), console
 
 
