@@ -9,12 +9,16 @@ LIGHT_STAMP := $(VENV)/.installed-light
 TORCH_PINS := $(shell sed -n 's/^[[:space:]]*\(torch==[^[:space:]]*\|torchvision==[^[:space:]]*\)[[:space:]]*$$/\1/p' setup.cfg)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-# The main job: the seed's experiment on the ten seed models.
+# The main job: the seed's experiment on the ten seed models, in one worker
+# process per model with one cold first call per runner (--repeat 30
+# --cold-start-repeat 1), which keeps it within ten minutes on two cores; the
+# nightly's default (several processes per model, several cold first calls)
+# takes about three times as long (an estimate: docs/methodology.md).
 BENCH_ARGS ?= --suite seed --performance --use-xla-baseline --randomize-input \
-	--backend=torchxla_trivial,torchxla_trace_once --overwrite
+	--backend=torchxla_trivial,torchxla_trace_once --repeat 30 --cold-start-repeat 1 --overwrite
 # The same experiment on every built-in model (46; about an hour on 2 cores).
 BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-input \
-	--backend=torchxla_trivial,torchxla_trace_once --overwrite \
+	--backend=torchxla_trivial,torchxla_trace_once --repeat 30 --cold-start-repeat 1 --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
 .PHONY: install install-light lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts bench-power nightly clean browser dashboard \
