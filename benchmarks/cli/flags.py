@@ -230,6 +230,8 @@ NOT_MEASURED = {
     "--max-time": ("max_time_s", "how many repeats: the precision, not the experiment"),
     "--min-repeat": ("min_repeat", "how many repeats: the precision, not the experiment"),
     "--target-ci": ("target_ci", "how many repeats: the precision, not the experiment"),
+    "--processes": ("processes", "how many worker processes the repeats ran in: the precision, "
+                                 "not the experiment (compare tests per process where both sides have them)"),
     "--threads": ("threads", "the machine's share the run had; compare names a change"),
     "--cpu-affinity": ("cpu_affinity", "the machine's share the run had; compare names a change"),
     "--configs": ("batch_size", "its batch sizes are the rows' batch_size, its tolerances their tolerance"),
