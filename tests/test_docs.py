@@ -60,6 +60,15 @@ NOT_RUN = {
     "make bench-power POWER_NIGHTS=20":
         "twenty nights of real measurements on a quiet machine (hours); tests/test_power.py checks "
         "the tool on synthetic nights",
+    "deploy/slurm/submit.sh --shards 4":
+        "needs a Slurm cluster; tests/test_slurm.py runs it on a fake sbatch",
+    "deploy/slurm/submit.sh --date 2026-01-02 --array 2":
+        "needs a Slurm cluster; tests/test_slurm.py re-submits a killed index on a fake sbatch",
+    "docker build -f deploy/Dockerfile -t xla-dynamo-bench:nightly .":
+        "needs the network and 8 GB; tests/test_kubernetes.py checks the Dockerfile's pins",
+    "kubectl apply -f deploy/kubernetes/volume.yaml -f deploy/kubernetes/rbac.yaml -f "
+    "deploy/kubernetes/cronjob.yaml":
+        "needs a Kubernetes cluster; tests/test_kubernetes.py validates the manifests",
     "git clone https://github.com/pytorch/benchmark ~/torchbench":
         "needs the network (GitHub)",
     "cd ~/torchbench && python install.py resnet18 hf_Bert ...":

@@ -28,6 +28,24 @@ def test_readme_layout_names_every_module_of_benchmarks_in_its_package():
     assert missing == [], f"README's Layout does not place: {missing}"
 
 
+
+def test_readme_layout_names_every_file_of_deploy():
+    """deploy/'s entry names each shipped file (a Dockerfile's ignore file by
+    its extension), so a script cannot ship unmentioned."""
+    block = re.search(r"^deploy/ .*?(?=^\S)", _layout(), re.S | re.M).group(0)
+    missing = []
+    for path in sorted((REPO / "deploy").rglob("*")):
+        if path.is_dir():
+            continue
+        rel = path.relative_to(REPO / "deploy")
+        name = ".dockerignore" if path.name.endswith(".dockerignore") else path.name
+        if path.suffix == ".sbatch":
+            name = path.stem
+        folder_named = len(rel.parts) == 1 or f"{rel.parts[0]}/" in block
+        if not (folder_named and name in block):
+            missing.append(str(rel))
+    assert missing == [], f"README's Layout does not name: {missing}"
+
 def test_readme_says_what_make_test_needs_besides_python():
     """Each tool a prerequisite of ``make test`` installs or runs is named in the README."""
     makefile = (REPO / "Makefile").read_text()
