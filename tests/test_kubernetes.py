@@ -7,6 +7,9 @@ after Complete or Failed, the history on a persistent volume. The image is not
 built here (the network, and 8 GB); its pins are checked against the
 workflows' and setup.cfg's.
 """
+import datetime
+import json
+import os
 import re
 import subprocess
 import sys
@@ -14,6 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+import fake_kubectl
+import slurm_standins
+import test_slurm
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBE = ROOT / "deploy" / "kubernetes"
@@ -170,3 +177,42 @@ def test_the_image_runs_as_the_pods_user():
 @pytest.mark.parametrize("line", [".venv", "results"])
 def test_the_build_leaves_out_the_local_venv_and_results(line):
     assert line in (ROOT / "deploy" / "Dockerfile.dockerignore").read_text().splitlines()
+
+
+# --------------------------------------------------------------------------
+# A night through the driver, on a fake kubectl
+
+
+def test_a_night_on_kubernetes_with_a_failed_index(tmp_path):
+    """The driver (night.sh, as the CronJob's pod runs it) on a fake kubectl
+    and Job controller (tests/fake_kubectl.py), with stand-in shards: three
+    indices, index 1 killed on both of its attempts. The shards' Job ends
+    Failed, the merge runs anyway, finds the night partial, the gate fails
+    it, the merge Job is Failed and the driver exits 1; the site is drawn on
+    the volume."""
+    state, volumes = tmp_path / "kube", tmp_path / "volumes"
+    bin_dir = tmp_path / "bin"
+    fake_kubectl.install_command(bin_dir, state, ROOT, volumes)
+    slurm_standins.install_make(bin_dir, tmp_path / "make.log")
+    results = volumes / "nightly-results"
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    test_slurm._last_night(results / "nightly" / str(today - datetime.timedelta(days=1)))
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path), "JOB_NAME": "nightly-29400000",
+           "NIGHTLY_ROOT": str(results / "nightly"), "NIGHTLY_SHARDS": "3", "POLL_SECONDS": "0.2",
+           "NIGHTLY_FILTER": ".", "STANDIN_SHARDS": "1", "STANDIN_KILL": "1"}
+    done = subprocess.run([str(KUBE / "night.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr
+    assert "shards: Failed" in done.stderr and "merge: Failed" in done.stderr, done.stderr
+    night = results / "nightly" / str(today)
+    assert (night / "plan.txt").read_text() == f"date={today}\ncount=3\nshards=[0, 1, 2]\n"
+    ran = fake_kubectl.pods(state)
+    shard_pods = sorted((p["index"], p["attempt"], p["exit"]) for p in ran if p["job"] == "nightly-29400000-shards")
+    assert shard_pods == [(0, 0, 0), (1, 0, -9), (1, 1, -9), (2, 0, 0)]  # index 1 retried once
+    assert [p["exit"] for p in ran if p["job"] == "nightly-29400000-merge"] == [1]  # the gate's status
+    shard_env = [json.loads(line)["env"] for line in (tmp_path / "make.log").read_text().splitlines()
+                 if json.loads(line)["targets"] == ["nightly-shard"]]
+    assert {(e["NIGHTLY_DATE"], e["NIGHTLY_SHARDS"], e["NIGHTLY_FILTER"]) for e in shard_env} == {(str(today), "3", ".")}
+    record = json.loads((night / "night.json").read_text())
+    assert record["shards_lost"] == [1] and record["partial"].startswith("shard 1 of 3 lost"), record
+    assert json.loads((night / "compare.json").read_text())["verdict"].startswith("FAIL")
+    assert (results / "site" / "index.html").exists()
