@@ -59,9 +59,25 @@ def test_dry_run_says_what_would_run_and_writes_nothing(tmp_path, capsys):
 def test_dry_run_with_overwrite_removes_nothing(tmp_path, capsys):
     out_csv = tmp_path / "run.csv"
     out_csv.write_text("earlier\n")
-    code, _, err = run(["--only", "resnet18", "--output", str(out_csv), "--overwrite", "--dry-run"], capsys)
+    code, out, err = run(["--only", "resnet18", "--output", str(out_csv), "--overwrite", "--dry-run"], capsys)
     assert code == 0, err
     assert out_csv.read_text() == "earlier\n"
+    assert list(tmp_path.iterdir()) == [out_csv]
+
+
+def test_dry_run_with_overwrite_names_the_partial_files_and_the_swap(tmp_path, capsys):
+    out_csv = tmp_path / "run.csv"
+    argv = ["--only", "resnet18", "--output", str(out_csv), "--overwrite", "--dry-run"]
+    code, out, _ = run(argv, capsys)  # nothing to replace: written under its own names
+    assert code == 0 and f"  {out_csv}\n" in out and ".partial" not in out
+    out_csv.write_text("earlier\n")
+    code, out, _ = run(argv, capsys)
+    partial = store.partial_path(out_csv)
+    assert code == 0 and partial.name == "run.partial.csv"
+    for path in (partial, store.samples_path(partial), store.markdown_path(partial), store.logs_path(partial)):
+        assert f"  {path}\n" in out, out
+    assert f"  {out_csv}\n" not in out  # not written until the run ends: then swapped in
+    assert f"under the earlier run's names ({out_csv}" in out and "as they were" in out
 
 
 def test_an_unknown_model_points_at_the_torchbench_suite(capsys, monkeypatch):

@@ -112,15 +112,23 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
     from tabulate import tabulate
 
     from benchmarks.results.report import report_files
-    from benchmarks.results.store import logs_path
+    from benchmarks.results.store import has_outputs, logs_path, partial_path
 
     profile = "cpu" if config.device == "cpu" else "accelerator"
     rows = [(name, _batch_size_label(name, settings, config.suite, profile, config.training,
                                      config.batch_size, config.batch_sizes),
              ", ".join(config.backends)) for name in config.models]
     table = tabulate(rows, headers=("model", "batch size", f"backends vs {config.baseline} baseline"))
-    files = report_files(config.csv_path, accuracy=config.mode == "accuracy")
-    outputs = "\n".join(f"  {p}" for p in [*files, logs_path(config.csv_path)])
+    # With --overwrite over an earlier run's files, the run writes beside
+    # them (orchestrate.Output) and swaps its files in only once it ends.
+    staged = overwrite and has_outputs(config.csv_path)
+    writing = partial_path(config.csv_path) if staged else config.csv_path
+    files = report_files(writing, accuracy=config.mode == "accuracy")
+    outputs = "\n".join(f"  {p}" for p in [*files, logs_path(writing)])
+    if staged:
+        outputs += (f"\nthen, once the run has ended, under the earlier run's names ({config.csv_path} "
+                    "and the files beside it), which it replaces; stopped early (Ctrl-C, SIGTERM, a crash), "
+                    "it leaves the earlier run's files as they were and its own beside them")
     folders = [f for f in (config.profiler_trace_dir, config.hlo_dir, config.compile_cache) if f]
     outputs += "".join(f"\n  {f}/" for f in folders)
     code = 0
