@@ -265,6 +265,11 @@ def test_memory_peaks_and_ratio(config):
     assert row["peak_host_mb"] > 100 and row["baseline_peak_host_mb"] > 100  # a process with torch
     assert row["host_compression_ratio"] == pytest.approx(row["baseline_peak_host_mb"] / row["peak_host_mb"])
     assert row["peak_device_mb"] is None  # PJRT CPU reports no memory: empty, not made up
+    # PyTorch's names for the same: GB of 10**9 bytes, of the host where the device reports none.
+    assert row["eager_peak_mem"] == pytest.approx(row["baseline_peak_host_mb"] * 2 ** 20 / 1e9)
+    assert row["dynamo_peak_mem"] == pytest.approx(row["peak_host_mb"] * 2 ** 20 / 1e9)
+    assert row["compression_ratio"] == pytest.approx(row["host_compression_ratio"])
+    assert row["unique_graphs"] == row["dynamo_graphs"] >= 1
 
 
 _HOST_PEAK_STEP = """

@@ -77,7 +77,15 @@ import pandas as pd
 #      in each).  Samples records: process_repeats, the samples each process
 #      gave, in order.  Rows of versions 1-7 ran in one process: read with
 #      processes empty, their samples one process.
-SCHEMA_VERSION = 8
+# 9 -- PyTorch's dynamo harness's names where the meaning is the same, so
+#      that a script written for its CSVs reads ours: unique_graphs (our
+#      dynamo_graphs), eager_peak_mem and dynamo_peak_mem (the reference's
+#      and the backend's peak memory in PyTorch's unit, GB of 10**9 bytes)
+#      and compression_ratio (eager_peak_mem / dynamo_peak_mem), all made
+#      from columns a row holds (``pytorch_columns``).  Rows of versions 1-8
+#      are read with them made the same way from the columns they recorded
+#      (empty where those are: version 1 recorded no memory).
+SCHEMA_VERSION = 9
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -195,6 +203,11 @@ COLUMNS: list[Column] = [
     Column("inputs", "str", required=False),  # fixed | random (--randomize-input)
     # Version 8: processes.
     Column("processes", "Int64", required=False),  # worker processes the repeats ran in
+    # Version 9: PyTorch's names (``pytorch_columns``).
+    Column("unique_graphs", "Int64", required=False),  # dynamo_graphs, as PyTorch names it
+    Column("eager_peak_mem", "float64", required=False),  # the reference's peak memory, GB (10**9 bytes)
+    Column("dynamo_peak_mem", "float64", required=False),  # the backend's, GB
+    Column("compression_ratio", "float64", required=False),  # eager_peak_mem / dynamo_peak_mem
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]
@@ -504,6 +517,51 @@ def is_missing(value: Any) -> bool:
         return False
 
 
+# --------------------------------------------------------------------------
+# PyTorch's names (version 9)
+
+PYTORCH_COLUMNS = ("unique_graphs", "eager_peak_mem", "dynamo_peak_mem", "compression_ratio")
+# Our peaks are MB of 2**20 bytes; PyTorch's harness divides bytes by 10**9.
+_MB_IN_GB = 2 ** 20 / 10 ** 9
+
+
+def pytorch_columns(row: Mapping[str, Any]) -> dict:
+    """The columns PyTorch's dynamo harness writes under these names, made
+    from ``row``'s own: ``unique_graphs`` is ``dynamo_graphs`` (both read
+    dynamo's ``unique_graphs`` counter); ``eager_peak_mem`` and
+    ``dynamo_peak_mem`` the reference's and the backend's peak in GB, of the
+    device where it reports one for both (PyTorch's harness reads the CUDA
+    device's), else of the host (on PJRT CPU the device's memory is the
+    host's: ``peak_host_mb``); ``compression_ratio`` the first over the
+    second (above 1: the backend needs less).  Each is None where the
+    columns it is made from are empty."""
+    graphs = row.get("dynamo_graphs")
+    on_device = is_finite(row.get("baseline_peak_device_mb")) and is_finite(row.get("peak_device_mb"))
+    where = "device" if on_device else "host"
+    eager, dynamo = (row.get(f"baseline_peak_{where}_mb"), row.get(f"peak_{where}_mb"))
+    eager, dynamo = (mb if is_finite(mb) and mb > 0 else None for mb in (eager, dynamo))
+    return {"unique_graphs": None if is_missing(graphs) else int(graphs),
+            "eager_peak_mem": eager * _MB_IN_GB if eager else None,
+            "dynamo_peak_mem": dynamo * _MB_IN_GB if dynamo else None,
+            "compression_ratio": eager / dynamo if eager and dynamo else None}
+
+
+def _with_pytorch_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of versions 1-8 with ``PYTORCH_COLUMNS`` made from the columns
+    they recorded, as a version-9 writer makes them."""
+    older = (frame["schema_version"] < 9).fillna(True).astype(bool)
+    if not older.any():
+        return frame
+    frame = frame.copy()
+    made = pd.DataFrame([pytorch_columns(r) for r in frame.loc[older].to_dict("records")],
+                        index=frame.index[older], columns=list(PYTORCH_COLUMNS))
+    for column in COLUMNS:
+        if column.name in PYTORCH_COLUMNS:
+            empty = older & frame[column.name].isna()
+            frame.loc[empty, column.name] = made.loc[empty[empty].index, column.name].astype(column.dtype)
+    return frame
+
+
 def migrate(frame: pd.DataFrame, inputs: str | None = None) -> pd.DataFrame:
     """Rows of older schema versions in today's terms (see the history).
     ``inputs``: fixed or random, as the run's recorded flags imply, for rows
@@ -513,6 +571,7 @@ def migrate(frame: pd.DataFrame, inputs: str | None = None) -> pd.DataFrame:
         frame = frame.copy()
         for column, value in _V1_DEFAULTS.items():
             frame.loc[v1 & frame[column].isna(), column] = value
+    frame = _with_pytorch_columns(frame)
     if inputs is not None:
         older = (frame["schema_version"] < 7).fillna(True).astype(bool) & frame["inputs"].isna()
         if older.any():

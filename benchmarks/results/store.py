@@ -59,6 +59,7 @@ from benchmarks.results.schema import (  # noqa: F401 - the schema, re-exported:
     GROUP_COLUMNS, KEY_COLUMNS, SAME_CODE_SUITE, SAMPLE_ROLES, SCHEMA_VERSION, SETTING_COLUMNS,
     STATUS_PASS, is_missing, experiment_key, groups, is_finite, key_fields, latest,
     CAPTION_ORDER, NIGHT_FILE, SETTINGS, Experiment, Setting, caption, settings_of, measures, migrate, migrate_record, implied_inputs, pair_experiments, passed,
+    PYTORCH_COLUMNS, pytorch_columns,
 )
 
 _NEWLINE = b"\n"

@@ -227,7 +227,7 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
                    **first.fields,
                    **_baseline_fields(baseline_summary),
                    **warm.get((backend, shape), {})}
-            result.rows.append({**row, **_memory_ratios(row), **headroom(row)})
+            result.rows.append({**row, **_memory_ratios(row), **headroom(row), **store.pytorch_columns(row)})
             # Each row gets its own pair of records: the baseline samples it
             # was measured against (interleaved with it) and its own.
             settings = {c: base[c] for c in store.SETTING_COLUMNS}
@@ -531,6 +531,7 @@ def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult
                        settings.cosine)
         fields, err = _accuracy_fields(contender, inputs, check, calls, config.seed, steps)
         row = {**base, "backend": contender.name, **_cache_fields(config, fields)}
+        row.update(store.pytorch_columns(row))
         if err is None:
             result.rows.append(row)
         else:
