@@ -71,3 +71,29 @@ def test_older_files_read_with_pytorchs_columns_made_from_what_they_recorded(tmp
     path = tmp_path / "run.csv"
     store.append_rows(path, [_row(peak_host_mb=1000.0, baseline_peak_host_mb=1500.0)])
     assert store.read_rows(path)["compression_ratio"].isna().all()
+
+
+def test_an_older_file_is_resumed_under_todays_header_its_rows_as_they_were(tmp_path, fault_models, capsys):
+    from benchmarks import cli
+    from benchmarks.run import orchestrate
+
+    for name in ("run.csv", "run.jsonl", "run_graph_breaks.csv"):
+        shutil.copy(FIXTURES / "v8" / name, tmp_path / name)
+    path = tmp_path / "run.csv"
+    before = store.read_rows(path)
+    assert "unique_graphs" not in path.read_text().splitlines()[0]
+    flags = ["--performance", "--suite", "torchbench", "-k", "^ok_mlp$", "--backend",
+             "torchxla_trace_once,eager", "--use-xla-baseline", "--randomize-input", "--processes", "4",
+             "--repeat", "5", "--warmup", "1", "--no-cold-start", "--output", str(path), "--resume"]
+    orchestrate.run(cli.make_config(cli.build_parser().parse_args(flags)))
+    assert "older version's file" in capsys.readouterr().err
+    assert path.read_text().splitlines()[0].split(",") == store.CSV_COLUMNS
+    after = store.read_rows(path)
+    assert set(after["schema_version"]) == {8}
+    assert after.equals(before)  # version 9's columns made as before, from what the rows recorded
+    store.append_rows(path, [_row()])  # and today's rows go after them
+    assert list(store.read_rows(path)["schema_version"]) == [8, 8, 9]
+    # Anything but an older version's header is still refused.
+    other = tmp_path / "other.csv"
+    other.write_text("name,speedup\nm,1.0\n")
+    assert store.older_header(other) is None and not store.upgrade_header(other)

@@ -396,8 +396,10 @@ def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: st
 
 
 def _check_resumable(csv_path: Path, mode: str, repeat: int | None = None) -> None:
-    """--resume appends rows: the file must have exactly the columns we write,
-    and rows that measured what this run measures (``mode``)."""
+    """--resume appends rows: the file must have the columns we write, or
+    an older version's (the run gives it today's header first:
+    ``store.upgrade_header``), and rows that measured what this run
+    measures (``mode``)."""
     from benchmarks.results import store
 
     try:
@@ -405,9 +407,9 @@ def _check_resumable(csv_path: Path, mode: str, repeat: int | None = None) -> No
             header = next(csv.reader(f), [])
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise UsageError(f"cannot --resume {csv_path}: {err}") from None
-    if header != store.CSV_COLUMNS:
-        raise UsageError(f"cannot --resume {csv_path}: its columns differ from the ones this harness "
-                         "writes (an older version's file?); pass a new --output, or --overwrite")
+    if header != store.CSV_COLUMNS and store.older_header(csv_path) is None:
+        raise UsageError(f"cannot --resume {csv_path}: its columns are not the ones this harness "
+                         "writes, nor an earlier version's; pass a new --output, or --overwrite")
     try:
         rows = store.read_cells(csv_path)
         store.read_rows(csv_path)  # as resuming reads it: typed

@@ -84,7 +84,8 @@ import pandas as pd
 #      and compression_ratio (eager_peak_mem / dynamo_peak_mem), all made
 #      from columns a row holds (``pytorch_columns``).  Rows of versions 1-8
 #      are read with them made the same way from the columns they recorded
-#      (empty where those are: version 1 recorded no memory).
+#      (empty where those are: version 1 recorded no memory).  --resume on
+#      an older file gives it today's header first (store.upgrade_header).
 SCHEMA_VERSION = 9
 
 STATUS_PASS = "pass"

@@ -367,6 +367,40 @@ def _row_line(row: Mapping[str, Any]) -> bytes:
     return csv_line(_cell(full.get(name)) for name in CSV_COLUMNS).encode("utf-8")
 
 
+def older_header(csv_path: str | os.PathLike) -> list[str] | None:
+    """The header of an older version's CSV at ``csv_path``: a proper prefix
+    of ``CSV_COLUMNS`` (columns are only ever added at the end); None for
+    any other file, today's included."""
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    if header and len(header) < len(CSV_COLUMNS) and header == CSV_COLUMNS[:len(header)]:
+        return header
+    return None
+
+
+def upgrade_header(csv_path: str | os.PathLike) -> bool:
+    """Give an older version's CSV (``older_header``) today's header, its
+    rows the added columns as empty cells, so that rows can be appended
+    (``--resume``); its rows keep their ``schema_version``, and ``migrate``
+    reads them as before. The file is replaced whole, by a rename. Whether
+    it was older."""
+    header = older_header(csv_path)
+    if header is None:
+        return False
+    path = Path(csv_path)
+    lines = read_text(path).splitlines(keepends=True)[1:]
+    pad = "," * (len(CSV_COLUMNS) - len(header))
+    text = csv_line(CSV_COLUMNS) + "".join(line[:-1] + pad + "\n" for line in lines)
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False,
+                                     prefix=f".{path.name}.", suffix=".tmp") as f:
+        f.write(text)
+    os.replace(f.name, path)
+    return True
+
+
 def append_rows(csv_path: str | os.PathLike, rows: list[Mapping[str, Any]]) -> None:
     """Append ``rows`` (dicts keyed by ``CSV_COLUMNS``) to the CSV at ``csv_path``.
 

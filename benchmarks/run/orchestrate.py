@@ -92,6 +92,9 @@ class Output:
 def run(config: RunConfig) -> Path:
     """Benchmark every model of ``config``; returns the CSV's path."""
     csv_path = config.csv_path
+    if config.resume and store.upgrade_header(csv_path):
+        print(f"{csv_path}: an older version's file, given this version's columns (its rows as they "
+              "were) to resume it", file=sys.stderr)
     # Start both files now, so that a shard with no models (more partitions
     # than models) still leaves a valid, empty CSV to merge and report.
     store.append_samples(store.samples_path(csv_path), [])
