@@ -97,6 +97,8 @@ def test_cli_judges_nights_already_there(nights, capsys):
     (["--slowdowns", "x"], "--slowdowns takes fractions"),
     (["--slowdowns", "-0.1"], "--slowdowns takes positive fractions"),
     (["--nights", "2"], "--nights must be at least 3"),
+    (["--resample", "-1"], "--resample takes a number of nights >= 0"),
+    (["--resample-repeats", "0"], "--resample-repeats numbers >= 1"),
     (["--judge-only", "--root", "/nonexistent/power"], "--judge-only: no nights under"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
@@ -112,3 +114,27 @@ def test_compare_pools_several_new_runs(nights):
                           [root / d / RESULT for d in dates[1:3]])
     assert {r.n_new for r in two.rows} == {2 * r.n_new for r in one.rows}
     json.loads(compare.render_json(two))
+
+
+def test_resampled_nights_replay_the_gate_rule_on_the_nights_processes(nights):
+    root, dates = nights
+    tally = power.resampled(root, dates, processes=4, repeats=6, trials=40, slowdowns=(0.08, 0.3))
+    assert tally.judged[power.RESAMPLED] == tally.judged[power.RESAMPLED_AFTER] == 40
+    # Two models a trial: the quiet one's +8% caught every time, the noisy one's rarely.
+    assert tally.caught[(power.RESAMPLED, 0.08)][1] == 80
+    assert 40 <= tally.caught[(power.RESAMPLED, 0.08)][0] < 60
+    after = tally.caught[(power.RESAMPLED_AFTER, 0.3)][0]
+    assert after <= tally.caught[(power.RESAMPLED, 0.3)][0]
+    # Identical nights: false alarms as rare as the test's level allows.
+    assert tally.alarms[power.RESAMPLED] <= 6
+    # Fewer repeats per process: each process's median is its first repeats'.
+    assert power.resampled(root, dates, 2, 1, 5, (0.08,)).judged[power.RESAMPLED] == 5
+    assert [len(p) for p in power.stored_processes(root, dates)[("quiet", "b")][0]] == [6] * 4
+
+
+def test_cli_resamples_the_nights_alone(nights, capsys):
+    root, _ = nights
+    assert power.main(["--judge-only", "--no-real-nights", "--nights", "6", "--root", str(root),
+                       "--slowdowns", "0.2", "--resample", "10", "--resample-processes", "3"]) == 0
+    out = capsys.readouterr().out
+    assert power.RESAMPLED in out and power.PER_PROCESS not in out and "10 resampled nights of 3 x 8" in out

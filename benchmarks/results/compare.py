@@ -346,6 +346,17 @@ def detectable(change: float, change_low: float, threshold: float) -> float:
     return max(threshold, change - change_low)
 
 
+def judge_units(old_units: Sequence[float], new_units: Sequence[float], threshold: float = 0.05,
+                alpha: float = 0.05) -> tuple[str, float, float]:
+    """``(mark, change, p_value)`` of ratios ``new_units`` against
+    ``old_units`` by the rule of ``compare`` (``slower``, ``faster`` or
+    ``no change``): what the gate decides for a row once its units are
+    chosen (``benchmarks.tools.power`` replays it on resampled units)."""
+    change = _relative(stats.median(new_units), stats.median(old_units))
+    p_value = _mann_whitney(new_units, old_units)
+    return _direction(change, p_value, threshold, alpha), change, p_value
+
+
 def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> dict:
     """Mark, numbers and note of a pair that passed in both runs."""
     unit, old_ratios, new_ratios = units(old, new, policy)
@@ -364,9 +375,8 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
         found["latency_p"] = _mann_whitney(new.latencies_s, old.latencies_s)
     if min(len(old.ratios), len(new.ratios)) < policy.min_samples:
         return {**found, "mark": INCONCLUSIVE, "note": _why_untested(old, new, policy.min_samples)}
-    found["p_value"] = _mann_whitney(new_ratios, old_ratios)
+    mark, _, found["p_value"] = judge_units(old_ratios, new_ratios, policy.threshold, policy.alpha)
     found["unit"] = unit
-    mark = _direction(found["change"], found["p_value"], policy.threshold, policy.alpha)
     # How large the change may be, and so the smallest slowdown this row
     # could have caught (a reader of "no change" on a noisy model needs it).
     low, high = stats.speedup_ci(new_ratios, old_ratios)  # of median(new) / median(old)

@@ -1,7 +1,7 @@
 """The gate's power: how often it cries wolf on identical nights, and how
 often it catches a slowdown of a known size.
 
-    python -m benchmarks.tools.power --nights 20 --root results/power [--resume] [-- RUNNER FLAGS]
+    python -m benchmarks.tools.power --nights 20 --root results/power [--resume] [--resample TRIALS] [-- RUNNER FLAGS]
 
 1. **Identical nights** through the real nightly (``benchmarks.tools.aa_nights``:
    the runner with the nightly's settings, then the gate against its pooled
@@ -26,6 +26,12 @@ Gate modes, each counted over the same nights:
 * ``two nights``: tonight and last night pooled, against the K nights before
   last night: a slowdown that persisted two nights judged on both together.
 
+``--resample TRIALS`` also replays the gate's rule (``compare.judge_units``)
+on TRIALS nights made of the stored nights' processes (``resampled``): many
+more trials than nights, at any number of processes (``--resample-processes``)
+and of repeats up to those measured (``--resample-repeats``), so the
+precision a rule needs can be read off nights already run.
+
 Printed: the false alarms of each mode, the slowdowns caught per mode and
 size, and per model and size for the gate, and the wall time.  Exit status:
 0 when the nights ran (whatever the counts), 1 when a night's runner failed,
@@ -34,6 +40,7 @@ size, and per model and size for the gate, and the wall time.  Exit status:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import sys
@@ -43,11 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 from tabulate import tabulate
 
 from benchmarks.nightly import gate, history
 from benchmarks.nightly.night import NIGHT_FILE, RESULT
-from benchmarks.results import compare, store
+from benchmarks.results import compare, pairing, store
 from benchmarks.tools import aa_nights
 from benchmarks.usage import Parser, UsageError, guarded
 
@@ -74,6 +82,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="run no night: judge the nights already under ROOT")
     p.add_argument("--slowdowns", default=",".join(f"{s:g}" for s in DEFAULT_SLOWDOWNS),
                    help="slowdowns to inject, as fractions (default 0.03,0.05,0.1,0.2)")
+    p.add_argument("--resample", type=int, default=0, metavar="TRIALS",
+                   help="also replay the gate's rule on TRIALS nights resampled from the nights' processes "
+                        "(default 0: none)")
+    p.add_argument("--resample-processes", type=int, default=4, metavar="P",
+                   help="processes of each resampled night (default 4)")
+    p.add_argument("--resample-repeats", type=int, default=8, metavar="R",
+                   help="repeats of each resampled process: the median of its first R (default 8)")
+    p.add_argument("--real-nights", action=argparse.BooleanOptionalAction, default=True,
+                   help="judge the nights themselves (default); --no-real-nights: only the resampled ones")
     p.add_argument("runner_args", nargs="*",
                    help="runner.py flags, after -- (default: the nightly's own, no --repeat)")
     return p
@@ -233,6 +250,87 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
 
 
 # --------------------------------------------------------------------------
+# Resampled nights: more trials from the processes the nights measured
+
+RESAMPLED = "resampled, before re-run"
+RESAMPLED_AFTER = "resampled, after re-run"
+RESAMPLED_TWO = "resampled, two nights"
+RESAMPLED_MODES = (RESAMPLED, RESAMPLED_AFTER, RESAMPLED_TWO)
+
+
+def stored_processes(root: Path, dates: Sequence[str]) -> dict[tuple[str, str], list[list[np.ndarray]]]:
+    """Per (model, backend): per night that recorded its processes, each
+    process's per-repeat backend/baseline ratios."""
+    found: dict[tuple[str, str], list[list[np.ndarray]]] = {}
+    for date in dates:
+        path = root / date / RESULT
+        if not path.is_file():
+            continue
+        for key, side in pairing.load_run(path)[0].items():
+            if not (side.passed and side.by_process):
+                continue
+            ratios = np.asarray(side.ratios, dtype=float)
+            ends = np.cumsum(side.process_repeats)
+            found.setdefault((key.name, key.backend), []).append(np.split(ratios, ends[:-1]))
+    return found
+
+
+def _units(rng, night: list[np.ndarray], count: int, repeats: int, avoid: np.ndarray | None = None):
+    """``count`` processes drawn from ``night`` (without replacement while it
+    has enough, ``avoid``'s indices left out), each its first ``repeats``
+    ratios' median; and the indices drawn."""
+    free = np.setdiff1d(np.arange(len(night)), avoid if avoid is not None else [])
+    chosen = rng.choice(free, count, replace=False) if count <= len(free) else rng.choice(len(night), count)
+    return np.array([np.median(night[i][:repeats]) for i in chosen]), chosen
+
+
+def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, trials: int,
+              slowdowns: Sequence[float], policy=None, window: int | None = None, seed: int = 0,
+              tally: Tally | None = None) -> Tally:
+    """The gate's rule (``compare.judge_units``) replayed on ``trials``
+    nights made of the stored nights' processes, at ``processes`` processes
+    of ``repeats`` repeats (each process's median over its first
+    ``repeats``), per (model, backend) measured by process in two nights or
+    more.  A trial draws tonight from one stored night, its re-run from
+    the same night's other processes (the re-run runs in the same job), and
+    each of the baseline's ``window`` nights from a stored night other than
+    tonight's; ``two nights``: tonight's and another stored night's
+    processes together.  A trial is a night: it is a false alarm when any of
+    its rows is slower unscaled; a slowdown is caught on a row when its
+    night's units, scaled, are slower (after re-run: and the re-run's)."""
+    policy = policy or gate.Policy()
+    window = window or history.DEFAULT_NIGHTS
+    tally = tally or Tally()
+    rng = np.random.default_rng(seed)
+    models = {k: v for k, v in stored_processes(root, dates).items() if len(v) >= 2}
+    judge = functools.partial(compare.judge_units, threshold=policy.threshold, alpha=policy.alpha)
+    for _ in range(trials):
+        alarms = dict.fromkeys(RESAMPLED_MODES, False)
+        for (name, backend), nights in sorted(models.items()):
+            tonight = int(rng.integers(len(nights)))
+            others = [n for i, n in enumerate(nights) if i != tonight]
+            new, chosen = _units(rng, nights[tonight], processes, repeats)
+            rerun, _ = _units(rng, nights[tonight], processes, repeats, avoid=chosen)
+            second, _ = _units(rng, others[int(rng.integers(len(others)))], processes, repeats)
+            old = np.concatenate([_units(rng, others[int(rng.integers(len(others)))], processes, repeats)[0]
+                                  for _ in range(window)])
+            for slowdown in (0.0, *slowdowns):
+                factor = 1 + slowdown
+                first = judge(old, new * factor)[0] == compare.SLOWER
+                found = {RESAMPLED: first,
+                         RESAMPLED_AFTER: first and judge(old, rerun * factor)[0] == compare.SLOWER,
+                         RESAMPLED_TWO: judge(old, np.concatenate([new, second]) * factor)[0] == compare.SLOWER}
+                for mode, hit in found.items():
+                    if slowdown:
+                        tally.count((mode, slowdown), hit)
+                    else:
+                        alarms[mode] |= hit
+        for mode, failed in alarms.items():
+            tally.alarm(mode, failed)
+    return tally
+
+
+# --------------------------------------------------------------------------
 # Report
 
 
@@ -243,7 +341,7 @@ def _rate(found: list[int] | None) -> str:
 
 
 def report(tally: Tally, slowdowns: Sequence[float], seconds: dict[str, float]) -> str:
-    modes = [m for m in MODES if m in tally.judged or any(k[0] == m for k in tally.caught)]
+    modes = [m for m in (*MODES, *RESAMPLED_MODES) if m in tally.judged or any(k[0] == m for k in tally.caught)]
     table = [[mode, _rate([tally.alarms.get(mode, 0), tally.judged.get(mode, 0)]),
               *[_rate(tally.caught.get((mode, s))) for s in slowdowns]] for mode in modes]
     headers = ["gate mode", "false alarms (nights)", *[f"+{s:.0%} caught (rows)" for s in slowdowns]]
@@ -274,6 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         slowdowns = parse_slowdowns(args.slowdowns)
+        if args.resample < 0 or args.resample_processes < 1 or args.resample_repeats < 1:
+            raise UsageError("--resample takes a number of nights >= 0, --resample-processes and "
+                             "--resample-repeats numbers >= 1")
         if args.nights < 3:
             raise UsageError(f"--nights must be at least 3 (two to judge, one its re-run), got {args.nights}")
         if args.root.exists() and not args.root.is_dir():
@@ -291,8 +392,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             seconds["running nights"] = time.monotonic() - started
         dates = [d for d in aa_nights.dates(args.nights) if (args.root / d).is_dir()]
         judging = time.monotonic()
-        tally = measure_power(args.root, dates, slowdowns)
+        tally = measure_power(args.root, dates, slowdowns) if args.real_nights else Tally()
         seconds["judging"] = time.monotonic() - judging
+        if args.resample:
+            judging = time.monotonic()
+            resampled(args.root, dates, args.resample_processes, args.resample_repeats, args.resample,
+                      slowdowns, tally=tally)
+            seconds[f"{args.resample} resampled nights of {args.resample_processes} x {args.resample_repeats}"] = (
+                time.monotonic() - judging)
         print(f"{len(dates)} identical night(s) under {args.root}")
         print(report(tally, slowdowns, seconds), end="")
         return code
