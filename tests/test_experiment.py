@@ -166,20 +166,21 @@ def test_a_version_5_file_reads_as_its_recorded_flags_imply_or_as_unknown(tmp_pa
 def test_the_hlo_dump_builds_the_step_the_run_timed(monkeypatch):
     seen = []
 
-    def contender(module, backend, training=False, precision="fp32", on_graph=None, mode=None, grad=False):
-        seen.append(mode)
+    def contender(module, backend, training=False, precision="fp32", on_graph=None, compile_step=None,
+                  grad=False):
+        seen.append(compile_step)
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(worker.placement, "backend_contender", contender)
     monkeypatch.setattr(worker.torch._dynamo, "reset", lambda: None)
-    config = RunConfig(backends=("torchxla_trace_once",), training=True, compile_step=True)
+    config = RunConfig(backends=("torchxla_trace_once",), training=True, compile_step="whole")
 
     class Bench:
         name, module = "m", None
 
     with pytest.raises(RuntimeError, match="stop here"):
         worker._dump_hlo(config, Bench, ())
-    assert seen == ["training_step"]
+    assert seen == ["whole"]
     with pytest.raises(RuntimeError, match="stop here"):
-        worker._contender_of(config.replace(step_as_written=True), None, "torchxla_trace_once")
-    assert seen[-1] == "training_step_graphs"
+        worker._contender_of(config.replace(compile_step="graphs"), None, "torchxla_trace_once")
+    assert seen[-1] == "graphs"

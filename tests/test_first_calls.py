@@ -350,8 +350,7 @@ def test_compile_step_checks_accuracy_over_several_steps(config, drop_updates, d
     # (xla: torch_xla loaded before this process's first backward, or the
     # autograd engine starts without the XLA device's queue.)
     training = config.replace(mode="accuracy", training=True)
-    whole, as_written = training.replace(compile_step=True), training.replace(compile_step=True,
-                                                                              step_as_written=True)
+    whole, as_written = training.replace(compile_step="whole"), training.replace(compile_step="graphs")
     (row,) = worker.run_model(whole, "ok_mlp").rows
     assert row["mode"] == "training_step" and row["accuracy"] == "pass", row
     (row,) = worker.run_model(as_written, "ok_mlp").rows
@@ -374,9 +373,9 @@ def test_compile_step_puts_loss_and_optimizer_in_the_backends_graphs(config, xla
     nothing."""
     training = config.replace(training=True, use_xla_baseline=True, backends=("aot_torchxla_trace_once",))
     (model_only,) = worker.run_model(training, "ok_mlp").rows
-    (as_written,) = worker.run_model(training.replace(compile_step=True, step_as_written=True),
+    (as_written,) = worker.run_model(training.replace(compile_step="graphs"),
                                      "ok_mlp").rows
-    (whole,) = worker.run_model(training.replace(compile_step=True), "ok_mlp").rows
+    (whole,) = worker.run_model(training.replace(compile_step="whole"), "ok_mlp").rows
     rows = (model_only, as_written, whole)
     assert [r["status"] for r in rows] == ["pass"] * 3, [r.get("error") for r in rows]
     assert [r["mode"] for r in rows] == ["training", "training_step_graphs", "training_step"]
@@ -400,12 +399,12 @@ def test_a_seed_models_step_compiled_whole_runs_one_executable(tmp_path, monkeyp
     monkeypatch.setattr(worker, "load_benches", tiny)
     configs = tmp_path / "models.yaml"
     configs.write_text(TINY_CONFIGS)
-    whole = RunConfig(suite="seed", backends=("aot_torchxla_trace_once",), training=True, compile_step=True,
+    whole = RunConfig(suite="seed", backends=("aot_torchxla_trace_once",), training=True, compile_step="whole",
                       repeat=2, warmup=2, configs=str(configs), output=str(tmp_path / "out.csv"),
                       isolate=False)
     (row,) = worker.run_model(whole, "BERT_pytorch").rows
     assert (row["status"], row["mode"], row["batch_size"]) == ("pass", "training_step", 2), row.get("error")
     assert row["executes_per_iter"] == 1 and row["compiles_per_iter"] == 0, row
-    (row,) = worker.run_model(whole.replace(step_as_written=True), "BERT_pytorch").rows
+    (row,) = worker.run_model(whole.replace(compile_step="graphs"), "BERT_pytorch").rows
     assert (row["status"], row["mode"]) == ("pass", "training_step_graphs"), row.get("error")
     assert row["executes_per_iter"] > 1, row

@@ -1,12 +1,14 @@
 """The flags of first calls, caches, repeats, threads and whole training
 steps: what reaches the RunConfig, and bad values -> one line, exit code 2
 (in-process: ``cli.main`` returns 2 and prints one line)."""
+import dataclasses
 import os
 
 import pytest
 
 from benchmarks import cli
-from benchmarks.run.config import RunConfig
+from benchmarks.results.schema import TRAINING_MODES
+from benchmarks.run.config import COMPILE_STEPS, RunConfig
 
 
 def config(*argv: str) -> RunConfig:
@@ -46,12 +48,20 @@ def test_threads_affinity_and_compile_step():
     first = min(os.sched_getaffinity(0))
     c = config("--threads", "1", "--cpu-affinity", f"{first}", "--training", "--compile-step")
     assert c.threads == 1 and c.cpu_affinity == (first,)
-    assert c.compile_step and c.experiment["mode"] == "training_step"
+    assert c.compile_step == "whole" and c.experiment["mode"] == "training_step"
     assert c.output.endswith("performance_training_step_cpu.csv")
-    assert not c.step_as_written
     graphs = config("--training", "--compile-step=graphs")
-    assert graphs.compile_step and graphs.step_as_written and graphs.experiment["mode"] == "training_step_graphs"
+    assert graphs.compile_step == "graphs" and graphs.experiment["mode"] == "training_step_graphs"
     assert graphs.output.endswith("performance_training_step_graphs_cpu.csv")
+    assert config("--training").compile_step is None and config("--training").experiment["mode"] == "training"
+
+
+def test_the_compile_step_is_one_setting_of_the_run_with_the_flags_values():
+    # One field holds it, read by the row's mode, the file name, placement and the HLO dump.
+    assert [f.name for f in dataclasses.fields(RunConfig) if "step" in f.name] == ["compile_step"]
+    (action,) = [a for a in cli.build_parser()._actions if "--compile-step" in a.option_strings]
+    assert tuple(action.choices) == COMPILE_STEPS and action.const == "whole"
+    assert sorted(TRAINING_MODES, key=str) == sorted((None, *COMPILE_STEPS), key=str)
 
 
 def test_cpu_lists():
@@ -62,7 +72,7 @@ def test_cpu_lists():
 
 
 def test_run_config_round_trips_through_json():
-    c = RunConfig(cpu_affinity=(0,), max_time=5.0, cold_start=True, cold_start_repeat=4, compile_step=True,
+    c = RunConfig(cpu_affinity=(0,), max_time=5.0, cold_start=True, cold_start_repeat=4, compile_step="graphs",
                   training=True)
     assert RunConfig.from_json(c.to_json()) == c
 

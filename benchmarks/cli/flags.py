@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.run.config import SUITES
+from benchmarks.run.config import COMPILE_STEPS, SUITES
 from benchmarks.usage import Parser, UsageError
 
 PROG = "runner.py"
@@ -50,7 +50,7 @@ def _experiment(p: argparse.ArgumentParser) -> None:
     phase = p.add_mutually_exclusive_group()
     phase.add_argument("--inference", action="store_true", help="run inference (default)")
     phase.add_argument("--training", action="store_true", help="run a training step")
-    p.add_argument("--compile-step", nargs="?", const="whole", choices=("whole", "graphs"),
+    p.add_argument("--compile-step", nargs="?", const=COMPILE_STEPS[0], choices=COMPILE_STEPS,
                    help="with --training: compile the whole step (forward, loss, backward, SGD step), "
                         "not only the model: as one graph (whole, the default; rows of mode "
                         "training_step), or as written, which dynamo breaks into graphs at backward() "

@@ -180,8 +180,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         cold_start=args.cold_start, cold_start_repeat=args.cold_start_repeat, warm_start=args.warm_start,
         max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
-        cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=bool(args.compile_step),
-        step_as_written=args.compile_step == "graphs",
+        cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
     )
     output = Path(args.output) if args.output else Path(args.output_directory, config.experiment.file_name())
     try:

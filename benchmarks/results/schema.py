@@ -242,15 +242,15 @@ class Setting:
         return self.of(config) if self.of else None
 
 
+# The rows' ``mode`` of a training run, by its ``RunConfig.compile_step``:
+# the model compiled (training), or the whole step (``--compile-step``), as
+# one graph (training_step) or as written (training_step_graphs).
+TRAINING_MODES = {None: "training", "whole": "training_step", "graphs": "training_step_graphs"}
+
+
 def _mode(config) -> str:
-    """The rows' ``mode``: inference, training (the model compiled), or the
-    whole training step compiled (``--compile-step``): as one graph
-    (training_step) or as written (training_step_graphs)."""
-    if not config.training:
-        return "inference"
-    if not config.compile_step:
-        return "training"
-    return "training_step_graphs" if config.step_as_written else "training_step"
+    """The rows' ``mode``: inference, or one of ``TRAINING_MODES``."""
+    return TRAINING_MODES[config.compile_step] if config.training else "inference"
 
 
 # The settings, in the experiment key's order.  A new setting is one line

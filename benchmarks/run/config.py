@@ -24,6 +24,10 @@ SUITES = ("seed", "builtin", "torchbench")
 # (``xla_backends.BACKENDS``) do; any other backend runs on the host
 # (``benchmarks.run.placement``).
 TORCH_XLA_BACKENDS = ("openxla_eval", "openxla")
+# --compile-step: what of a training step is compiled besides the model.
+# whole: the step (forward, loss, backward, SGD step) as one graph; graphs:
+# the step as written, which dynamo breaks into graphs at backward().
+COMPILE_STEPS = ("whole", "graphs")
 
 
 @dataclass(frozen=True)
@@ -70,10 +74,8 @@ class RunConfig:
     target_ci: float = 0.03
     threads: int | None = None  # torch intra-op and XLA CPU client threads; None: the CPUs allowed
     cpu_affinity: tuple[int, ...] = ()  # CPUs the worker may run on; (): as inherited
-    compile_step: bool = False  # training: the whole step (forward, loss, backward, SGD) compiled
-    # With compile_step: the step compiled as written (dynamo breaks it into
-    # graphs at backward() and around the update), not as one graph.
-    step_as_written: bool = False
+    # Training: the whole step compiled, a value of COMPILE_STEPS; None: the model alone.
+    compile_step: str | None = None
     # Inference with autograd on: set per model by the worker from its
     # settings (``grad_in_inference``), never by the command line.
     grad_in_inference: bool = False

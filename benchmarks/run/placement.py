@@ -59,25 +59,19 @@ def baseline_contender(module: torch.nn.Module, use_xla: bool, training: bool = 
     return _contender(name, module, use_xla, None, training, precision, grad=grad)
 
 
-# The rows' modes (``schema.SETTINGS``) that compile the whole training step,
-# and how: as one graph, or as written.
-STEP_KINDS = {"training_step": "whole", "training_step_graphs": "as_written"}
-
-
 def backend_contender(module: torch.nn.Module, backend: str, training: bool = False,
-                      precision: str = "fp32", on_graph=None, mode: str | None = None,
+                      precision: str = "fp32", on_graph=None, compile_step: str | None = None,
                       grad: bool = False) -> Contender:
     """``on_graph(gm, example_inputs)``, when given, sees every graph dynamo
-    hands to the backend, before the backend compiles it. ``mode``: the
-    experiment's (the rows' ``mode``); with ``training_step`` the whole
+    hands to the backend, before the backend compiles it. ``compile_step``
+    (``RunConfig.compile_step``, with ``training``): ``whole``, the whole
     step is compiled, forward, loss, backward and optimizer step, not just
-    the model, as one graph (``xla_backends.step``), with
-    ``training_step_graphs`` the step function as written, which dynamo
-    breaks into graphs at ``backward()``. ``grad``: as for
-    ``baseline_contender``."""
+    the model, as one graph (``xla_backends.step``); ``graphs``, the step
+    function as written, which dynamo breaks into graphs at ``backward()``.
+    ``grad``: as for ``baseline_contender``."""
     compile_with = _observed(backend, on_graph) if on_graph else backend
     return _contender(backend, module, runs_on_xla(backend), compile_with, training, precision,
-                      STEP_KINDS.get(mode), grad)
+                      compile_step, grad)
 
 
 def _observed(backend: str, on_graph):
@@ -104,15 +98,15 @@ def torch_dtype(precision: str) -> torch.dtype | None:
 
 
 def _contender(name, module, on_xla, compile_with, training, precision="fp32",
-               step_kind=None, grad=False) -> Contender:
+               compile_step=None, grad=False) -> Contender:
     device = _xla_device() if on_xla else torch.device("cpu")
     dtype = torch_dtype(precision)
     model = copy.deepcopy(module).to(device).train(training)
     if dtype is not None:
         model = model.to(dtype)  # floating parameters and buffers only
-    if training and step_kind == "whole" and compile_with:
+    if training and compile_step == "whole" and compile_with:
         step = _whole_step(model, compile_with)
-    elif training and step_kind and compile_with:
+    elif training and compile_step == "graphs" and compile_with:
         # One function as torch_xla's training tests compile it: dynamo
         # captures the loss and the SGD step too (backward() breaks the graph).
         step = torch.compile(_training_step(model, model), backend=compile_with)

@@ -151,7 +151,7 @@ def _contender_of(config: RunConfig, module, key: str, on_graph=None):
     if key == BASELINE_KEY:
         return _baseline_contender(config, module)
     return placement.backend_contender(module, key, config.training, config.precision, on_graph=on_graph,
-                                       mode=config.experiment["mode"], grad=config.grad_in_inference)
+                                       compile_step=config.compile_step, grad=config.grad_in_inference)
 
 
 def _backend_contenders(config: RunConfig, module, bases: list[dict], result: ModelResult) -> list:
