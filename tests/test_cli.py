@@ -42,7 +42,7 @@ def _in_tmp(tmp_path, monkeypatch):
 
 def test_defaults():
     c = config()
-    assert c.mode == "performance" and not c.training
+    assert c.measure == "performance" and not c.training
     assert c.backends == cli.DEFAULT_BACKENDS == ("torchxla_trivial", "torchxla_trace_once")
     assert c.models == tuple(BUILTIN)
     assert c.suite == "builtin" and c.device == "cpu" and c.baseline == "eager"
@@ -62,7 +62,7 @@ def test_output_path_follows_mode_and_output_directory():
 def test_flags_reach_the_config():
     c = config("--accuracy", "--use-xla-baseline", "--randomize-input", "--batch-size", "4",
                "--repeat", "5", "--warmup", "2", "--seed", "7", "--timeout", "60")
-    assert (c.mode, c.baseline, c.randomize_input, c.batch_size) == ("accuracy", "xla", True, 4)
+    assert (c.measure, c.baseline, c.randomize_input, c.batch_size) == ("accuracy", "xla", True, 4)
     assert (c.repeat, c.warmup, c.seed, c.timeout, c.isolate) == (5, 2, 7, 60.0, True)
     assert not config("--no-isolate").isolate
     assert RunConfig.from_json(c.to_json()) == c  # what a worker receives

@@ -117,7 +117,7 @@ def test_failed_rows_of_a_performance_run_are_not_done_accuracy_experiments(conf
     bases = row_bases(config, "ok_mlp")
     store.append_rows(config.csv_path, failed(config, bases, "crashed", "killed").rows)
     assert orchestrate.pending_work(config.replace(resume=True)) == []
-    accuracy = config.replace(resume=True, mode="accuracy")
+    accuracy = config.replace(resume=True, measure="accuracy")
     assert orchestrate.pending_work(accuracy) == [("ok_mlp", ("eager",))]
     assert failed(accuracy, bases, "crashed", "killed").rows[0]["accuracy"] == "crashed"
 
@@ -184,7 +184,7 @@ def test_fp64_reference_rule():
 
 
 def test_bf16_accuracy_passes_within_its_tolerance(config):
-    rows = worker.run_model(config.replace(mode="accuracy", precision="bf16",
+    rows = worker.run_model(config.replace(measure="accuracy", precision="bf16",
                                            backends=("eager", "torchxla_trace_once")), "ok_mlp").rows
     assert [(r["backend"], r["dtype"], r["accuracy"]) for r in rows] == [
         ("eager", "bf16", "pass"), ("torchxla_trace_once", "bf16", "pass")], rows
@@ -340,7 +340,7 @@ def test_dynamic_shapes_on_resnet18_show_each_shapes_compiles(tmp_path, capsys):
 
 
 def test_accuracy_checks_every_batch_size_of_a_cycle(config):
-    rows = worker.run_model(config.replace(mode="accuracy", batch_sizes=(1, 3), dynamic_shapes=True,
+    rows = worker.run_model(config.replace(measure="accuracy", batch_sizes=(1, 3), dynamic_shapes=True,
                                            backends=("torchxla_trace_once",)), "ok_mlp").rows
     assert [(r["batch_size"], r["dynamic"], r["accuracy"]) for r in rows] == [
         (1, "dynamic", "pass"), (3, "dynamic", "pass")], rows

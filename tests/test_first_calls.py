@@ -224,7 +224,7 @@ def test_without_compile_cache_the_rows_leave_its_counters_empty(config, xla):
     (row,) = worker.run_model(config.replace(backends=("torchxla_trace_once",)), "ok_mlp").rows
     assert row["status"] == "pass"
     assert "persistent_cache_misses" not in row
-    (row,) = worker.run_model(config.replace(mode="accuracy", backends=("torchxla_trace_once",)), "ok_mlp").rows
+    (row,) = worker.run_model(config.replace(measure="accuracy", backends=("torchxla_trace_once",)), "ok_mlp").rows
     assert row["accuracy"] == "pass" and "persistent_cache_misses" not in row  # an accuracy run's too
 
 
@@ -349,7 +349,7 @@ def drop_input_updates():
 def test_compile_step_checks_accuracy_over_several_steps(config, drop_updates, drop_input_updates, xla):
     # (xla: torch_xla loaded before this process's first backward, or the
     # autograd engine starts without the XLA device's queue.)
-    training = config.replace(mode="accuracy", training=True)
+    training = config.replace(measure="accuracy", training=True)
     whole, as_written = training.replace(compile_step="whole"), training.replace(compile_step="graphs")
     (row,) = worker.run_model(whole, "ok_mlp").rows
     assert row["mode"] == "training_step" and row["accuracy"] == "pass", row

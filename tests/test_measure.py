@@ -140,8 +140,8 @@ def test_probe_is_told_phase_and_shape():
         def before(self):
             pass
 
-        def after(self, phase, shape=None):
-            told.append((phase, shape))
+        def after(self, call, shape=None):
+            told.append((call, shape))
 
     runner = clock.runner("a", [1.0])
     runner.probe = Probe()

@@ -108,7 +108,7 @@ def test_spread_runs_each_process_and_stops_once_nothing_passes():
         seen.append(config)
         return _part([], [], status="model_fail_to_load", error="no such model")
 
-    c = RunConfig(mode="performance", processes=4, repeat=5, cold_start=True, hlo_dir="h")
+    c = RunConfig(measure="performance", processes=4, repeat=5, cold_start=True, hlo_dir="h")
     result = processes.spread(c, "m", run_once)
     assert len(seen) == 1 and result.rows[0]["status"] == "model_fail_to_load"
 

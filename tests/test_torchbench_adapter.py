@@ -161,8 +161,8 @@ def test_keyword_inputs_run_through_the_harness(torchbench, tmp_path):
     # on a model that takes a dict of keyword inputs.
     config = RunConfig(suite="torchbench", backends=("eager",), repeat=2, warmup=1,
                        randomize_input=True, output=str(tmp_path / "out.csv"))
-    for run in (config, config.replace(mode="accuracy"), config.replace(training=True),
-                config.replace(mode="accuracy", training=True)):
+    for run in (config, config.replace(measure="accuracy"), config.replace(training=True),
+                config.replace(measure="accuracy", training=True)):
         (row,) = worker.run_model(run, "hf_tiny").rows
         assert row["status"] == "pass", (run.mode, run.training, row)
 
@@ -224,7 +224,7 @@ def test_a_worker_failing_at_exit_keeps_its_rows(torchbench, tmp_path, monkeypat
 def test_accuracy_seeds_the_xla_device_too(torchbench, tmp_path):
     # torch.manual_seed leaves the XLA generator alone: without seeding it, the
     # lazy baseline would disagree with itself on a model that draws noise.
-    config = RunConfig(suite="torchbench", mode="accuracy", use_xla_baseline=True,
+    config = RunConfig(suite="torchbench", measure="accuracy", use_xla_baseline=True,
                        backends=("torchxla_trace_once",), output=str(tmp_path / "out.csv"))
     (row,) = worker.run_model(config, "random_noise").rows
     assert row["status"] == "pass", row
@@ -240,7 +240,7 @@ def test_a_forward_that_takes_gradients_runs_with_autograd_on(torchbench, tmp_pa
     rows = worker.run_model(config.replace(cold_start=True), "maml").rows
     assert [(r["backend"], r["status"]) for r in rows] == [("eager", "pass"), ("aot_torchxla_trace_once", "pass")]
     assert rows[0]["batch_size"] == 2  # listed for its grad mode only: TorchBench's own batch size
-    rows = worker.run_model(config.replace(mode="accuracy"), "maml").rows
+    rows = worker.run_model(config.replace(measure="accuracy"), "maml").rows
     assert [(r["backend"], r["status"], r["accuracy"]) for r in rows] == [
         ("eager", "pass", "pass"), ("aot_torchxla_trace_once", "pass", "pass")], rows
     plain = tmp_path / "models.yaml"

@@ -32,7 +32,7 @@ def test_skip_reason_from_configs(config):
 
 
 def test_accuracy_in_training_compares_first_steps(config):
-    result = worker.run_model(config.replace(mode="accuracy", training=True), "ok_tiny")
+    result = worker.run_model(config.replace(measure="accuracy", training=True), "ok_tiny")
     (row,) = result.rows
     assert row["accuracy"] == "pass", row
 

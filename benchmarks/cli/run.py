@@ -123,7 +123,7 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
     # them (orchestrate.Output) and swaps its files in only once it ends.
     staged = overwrite and has_outputs(config.csv_path)
     writing = partial_path(config.csv_path) if staged else config.csv_path
-    files = report_files(writing, accuracy=config.mode == "accuracy")
+    files = report_files(writing, accuracy=config.measure == "accuracy")
     outputs = "\n".join(f"  {p}" for p in [*files, logs_path(writing)])
     if staged:
         outputs += (f"\nthen, once the run has ended, under the earlier run's names ({config.csv_path} "
@@ -133,7 +133,7 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
     outputs += "".join(f"\n  {f}/" for f in folders)
     code = 0
     try:
-        _check_run_output(config.csv_path, resume=config.resume, overwrite=overwrite, mode=config.mode)
+        _check_run_output(config.csv_path, resume=config.resume, overwrite=overwrite, measure=config.measure)
     except OutputExists as err:
         outputs += f"\nbut {err}; a run would stop here with exit code 2"
         code = 2
@@ -143,7 +143,7 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
              if config.cold_start else "first calls timed in the measuring process")
     measuring = (f"{repeats} after {config.warmup} warm-up call(s), in {config.processes} worker "
                  f"process(es) per model; {first}; timeout {config.timeout:g} s per model")
-    return (f"{config.mode}: {config.experiment.caption()}: "
+    return (f"{config.measure}: {config.experiment.caption()}: "
             f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n{measuring}\n\n{table}\n\n"
             f"would write (logs only for failed workers; nothing is created by --dry-run):\n{outputs}"), code
 
@@ -167,7 +167,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
     backends = parse_backends(args.backend, training=args.training)
     repeat, processes = repeats_and_processes(args)
     config = RunConfig(
-        mode="accuracy" if args.accuracy else "performance", training=args.training, backends=backends,
+        measure="accuracy" if args.accuracy else "performance", training=args.training, backends=backends,
         use_xla_baseline=args.use_xla_baseline, randomize_input=args.randomize_input,
         models=tuple(models), suite=args.suite, batch_size=args.batch_size,
         repeat=repeat, processes=processes,
@@ -184,7 +184,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
     )
     output = Path(args.output) if args.output else Path(args.output_directory, config.experiment.file_name())
     try:
-        _check_run_output(output, resume=args.resume, overwrite=args.overwrite, mode=config.mode,
+        _check_run_output(output, resume=args.resume, overwrite=args.overwrite, measure=config.measure,
                           repeat=config.repeat)  # removes nothing yet
     except OutputExists:
         if not args.dry_run:  # the plan says it instead
@@ -377,7 +377,7 @@ class OutputExists(UsageError):
     """The output's files are an earlier run's: a run stops, a dry run says so."""
 
 
-def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: str = "performance",
+def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, measure: str = "performance",
                       repeat: int | None = None) -> None:
     """Refuse an output that cannot be written, or one that would be lost
     (``OutputExists``, which a dry run reports instead), or a --resume of
@@ -391,14 +391,14 @@ def _check_run_output(csv_path: Path, *, resume: bool, overwrite: bool, mode: st
     except store.OutputError as err:
         raise UsageError(str(err)) from None
     if resume and csv_path.exists() and csv_path.stat().st_size > 0:
-        _check_resumable(csv_path, mode, repeat)
+        _check_resumable(csv_path, measure, repeat)
 
 
-def _check_resumable(csv_path: Path, mode: str, repeat: int | None = None) -> None:
+def _check_resumable(csv_path: Path, measure: str, repeat: int | None = None) -> None:
     """--resume appends rows: the file must have the columns we write, or
     an older version's (the run gives it today's header first:
     ``store.upgrade_header``), and rows that measured what this run
-    measures (``mode``)."""
+    measures (``measure``)."""
     from benchmarks.results import store
 
     try:
@@ -414,23 +414,23 @@ def _check_resumable(csv_path: Path, mode: str, repeat: int | None = None) -> No
         store.read_rows(csv_path)  # as resuming reads it: typed
     except ValueError as err:  # a cell that is no number, a row of the wrong length
         raise UsageError(f"cannot --resume {csv_path}: {str(err).strip().splitlines()[0]}") from None
-    other = _measured_otherwise(rows, mode)
+    other = _measured_otherwise(rows, measure)
     resumed = sorted({int(float(r["repeat"])) for r in rows if r.get("repeat", "").strip()})
     if repeat is not None and resumed and resumed != [repeat]:
         raise UsageError(f"cannot --resume {csv_path} with --repeat {repeat}: its rows were timed with "
                          f"--repeat {'/'.join(map(str, resumed))}; pass that, or another --output")
     if other:
-        raise UsageError(f"cannot --resume {csv_path} in {mode} mode: it holds {other} rows "
+        raise UsageError(f"cannot --resume {csv_path} in {measure} mode: it holds {other} rows "
                          f"(--{other}); pass another --output, or run with --{other}")
 
 
-def _measured_otherwise(rows, mode: str) -> str | None:
-    """What rows of a file measured, if not ``mode``: accuracy if one holds a
+def _measured_otherwise(rows, measure: str) -> str | None:
+    """What rows of a file measured, if not ``measure``: accuracy if one holds a
     verdict, performance if one holds a speedup (a failed row holds
     neither and can belong to either)."""
     from benchmarks.results.store import measures
 
-    if mode != "accuracy":
+    if measure != "accuracy":
         return "accuracy" if any(measures(r) == "accuracy" for r in rows) else None
     return "performance" if any(r.get("speedup", "").strip() for r in rows) else None
 

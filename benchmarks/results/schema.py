@@ -321,7 +321,7 @@ class Experiment:
 
     @classmethod
     def of(cls, config: Any) -> "Experiment":
-        return cls(config.mode, tuple((s.column, s.value(config)) for s in SETTINGS if s.of))
+        return cls(config.measure, tuple((s.column, s.value(config)) for s in SETTINGS if s.of))
 
     def __getitem__(self, column: str) -> Any:
         return dict(self.values)[column]

@@ -32,7 +32,7 @@ COMPILE_STEPS = ("whole", "graphs")
 
 @dataclass(frozen=True)
 class RunConfig:
-    mode: str = "performance"  # "performance" | "accuracy"
+    measure: str = "performance"  # "performance" | "accuracy": what the run measures
     training: bool = False
     backends: tuple[str, ...] = ()
     use_xla_baseline: bool = False

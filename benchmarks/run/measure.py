@@ -105,8 +105,8 @@ def measure(
     for shape in shapes:
         for i in range(max(warmup, 1)):
             for r in live:
-                phase = "first" if i == 0 else "warmup"
-                t = _timed(r, placed[shape][r.name], clock, timings[r.name], phase, shape)
+                call = "first" if i == 0 else "warmup"
+                t = _timed(r, placed[shape][r.name], clock, timings[r.name], call, shape)
                 if i == 0 and t is not None:
                     timings[r.name].first_calls_s[shape] = t
             live = _alive(live, timings)
@@ -154,7 +154,7 @@ def _place(contenders, inputs, timings) -> dict[str, tuple]:
     return placed
 
 
-def _timed(contender: Contender, inputs, clock, timing: Timings, phase: str, shape: Hashable) -> float | None:
+def _timed(contender: Contender, inputs, clock, timing: Timings, call: str, shape: Hashable) -> float | None:
     try:
         if contender.probe:
             contender.probe.before()
@@ -162,7 +162,7 @@ def _timed(contender: Contender, inputs, clock, timing: Timings, phase: str, sha
         contender.step(inputs)
         elapsed = clock() - start
         if contender.probe:
-            contender.probe.after(phase, shape)
+            contender.probe.after(call, shape)
         return elapsed
     except Exception as err:  # noqa: BLE001 - a runner's failure is data
         timing.error = err

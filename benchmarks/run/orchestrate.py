@@ -105,7 +105,7 @@ def run(config: RunConfig) -> Path:
         print(f"nothing left to run: {csv_path} has a row of every experiment selected",
               file=sys.stderr)
         return csv_path
-    with tqdm(total=len(todo), unit="model", desc=f"{config.mode} {config.experiment['mode']}", file=sys.stderr,
+    with tqdm(total=len(todo), unit="model", desc=f"{config.measure} {config.experiment['mode']}", file=sys.stderr,
               dynamic_ncols=True) as progress:
         for name, backends in todo:
             progress.set_postfix_str(f"running {name}")
@@ -144,13 +144,13 @@ def completed(config: RunConfig) -> set[store.ExperimentKey]:
         return set()
     df = store.read_rows(path)
     keys = {store.experiment_key(row) for row in df.to_dict("records")
-            if store.measures(row) == config.mode}
+            if store.measures(row) == config.measure}
     # TorchBench may choose the batch size (expected as None): any size matches.
     return keys | {key._replace(batch_size=None) for key in keys}
 
 
 def run_one(config: RunConfig, name: str) -> rows.ModelResult:
-    if config.mode == "performance" and config.processes > 1:
+    if config.measure == "performance" and config.processes > 1:
         from benchmarks.run import processes
 
         return processes.spread(config, name, _run_process)

@@ -210,7 +210,8 @@ def describe_break(reason) -> tuple[str, str]:
 
 
 class Probe:
-    """Collects the metrics of one contender, phase by phase and shape by shape.
+    """Collects the metrics of one contender, call by call (first, warm-up,
+    timed) and shape by shape.
 
     ``shape`` is whatever label the timing loop gives the step's inputs (the
     batch size of a cycle); ``None`` when there is only one.
@@ -218,7 +219,7 @@ class Probe:
 
     def __init__(self, xla: bool):
         self.xla = xla
-        self.phases: dict[tuple[str, Hashable], Counter] = defaultdict(Counter)
+        self.calls: dict[tuple[str, Hashable], Counter] = defaultdict(Counter)
         self.host_s: dict[Hashable, list[float]] = defaultdict(list)  # timed steps, pre-sync
         self.timed_steps: Counter = Counter()
         self.first_shape: Hashable = None  # the shape of the runner's very first call
@@ -245,15 +246,15 @@ class Probe:
         if self._device:
             self._device.reset()
 
-    def after(self, phase: str, shape: Hashable = None) -> None:
+    def after(self, call: str, shape: Hashable = None) -> None:
         host_peak = self._host.peak_bytes()  # first: the reads below allocate a little
         device_peak = self._device.peak_bytes() if self._device else None
         delta = _snapshot(self.xla)
         delta.subtract(self._before)
-        if phase == "first" and not self._seen_first:
+        if call == "first" and not self._seen_first:
             self._seen_first, self.first_shape = True, shape
-        self.phases[(phase, shape)].update(delta)
-        if phase == "timed":
+        self.calls[(call, shape)].update(delta)
+        if call == "timed":
             self.timed_steps[shape] += 1
             if self._pending_host is not None:
                 self.host_s[shape].append(self._pending_host)
@@ -290,8 +291,8 @@ class Probe:
         """(reason, user frame) of every distinct graph break this contender met."""
         return list(self.breaks)
 
-    def _at(self, phase: str, shape: Hashable) -> Counter:
-        return self.phases.get((phase, shape), Counter())
+    def _at(self, call: str, shape: Hashable) -> Counter:
+        return self.calls.get((call, shape), Counter())
 
     def summary(self, shape: Hashable = None) -> dict:
         """Row fields of the steps at ``shape``: what its first call compiled,

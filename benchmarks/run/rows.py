@@ -62,7 +62,7 @@ def row_base(config: RunConfig, name: str, batch_size: int | None = None) -> dic
         **config.experiment.row(), "name": name,
         "batch_size": batch_size or batch_sizes(config, name)[0], "timestamp": provenance.timestamp(),
         **provenance.versions(), **provenance.machine(),
-        **({"processes": config.processes} if config.mode == "performance" else {}),
+        **({"processes": config.processes} if config.measure == "performance" else {}),
         "threads": thread_count(config), "cpu_affinity": format_cpus(allowed_cpus(config)),
         **({"min_repeat": config.min_repeat, "max_time_s": config.max_time,
             "target_ci": config.target_ci} if config.adaptive else {}),
@@ -89,7 +89,7 @@ def failed(config: RunConfig, base: dict | list[dict], status: str, error) -> Mo
     ``status`` (an accuracy run's verdict too: ``store.measures``)."""
     line = error if isinstance(error, str) else first_line(error)
     bases = base if isinstance(base, list) else [base]
-    verdict = {"accuracy": status} if config.mode == "accuracy" else {}
+    verdict = {"accuracy": status} if config.measure == "accuracy" else {}
     rows = [{**b, "backend": backend, "status": status, "error": line, **verdict}
             for b in bases for backend in config.backends]
     causes = [failure(row, error) for row in rows] if isinstance(error, BaseException) else []

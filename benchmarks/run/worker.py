@@ -112,7 +112,7 @@ def run_model(config: RunConfig, name: str, fresh: bool = False) -> ModelResult:
     config = config.replace(grad_in_inference=bool(settings.grad_in_inference))
     bases = [{**base, **applied} for base in row_bases(config, name)]
     cold = {}
-    if config.mode == "performance" and config.cold_start and not settings.skip_reason(config.training):
+    if config.measure == "performance" and config.cold_start and not settings.skip_reason(config.training):
         # First of all: a fresh worker forks only before it runs anything.
         cold = cold_starts(config, name, [BASELINE_KEY, *config.backends], fork=fresh)
     # Progress lines: a worker killed for its time leaves them in its kept log.
@@ -128,8 +128,8 @@ def run_model(config: RunConfig, name: str, fresh: bool = False) -> ModelResult:
     skip = settings.skip_reason(config.training)
     if skip:
         return failed(config, bases, "skipped", skip)
-    print(f"worker: {config.mode} of {name}: baseline and {', '.join(config.backends)}", flush=True)
-    if config.mode == "accuracy":
+    print(f"worker: {config.measure} of {name}: baseline and {', '.join(config.backends)}", flush=True)
+    if config.measure == "accuracy":
         return join([_run_accuracy(config, bench, settings, base) for bench, base in zip(benches, bases)])
     return _run_performance(config, benches, bases, cold)
 
@@ -574,13 +574,13 @@ def _steps(contender, inputs, seed, steps: int = 1):
     return [_outputs(contender, inputs, seed, "first" if i == 0 else "warmup") for i in range(steps)]
 
 
-def _outputs(contender, inputs, seed, phase="first"):
+def _outputs(contender, inputs, seed, call="first"):
     """One step of ``contender`` on ``inputs``, its outputs on the host."""
     torch.manual_seed(seed)
     placement.seed_device(seed)
     contender.probe.before()
     out = contender.step(contender.prepare(inputs))
-    contender.probe.after(phase)
+    contender.probe.after(call)
     return accuracy.to_cpu(out)
 
 
@@ -592,7 +592,7 @@ def _accuracy_fields(contender, inputs, check: _Check, calls, seed, steps: int =
         if steps > 1:
             checks = [check(_steps(contender, inputs, seed, steps))]
         else:
-            checks = [check(_outputs(contender, inputs, seed, phase)) for phase in ("first", "warmup")[:calls]]
+            checks = [check(_outputs(contender, inputs, seed, call)) for call in ("first", "warmup")[:calls]]
     except Exception as err:  # noqa: BLE001 - reported as the row
         status = failure_status(err, "fail_to_run")
         return {"status": status, "accuracy": status, "error": first_line(err)}, err
