@@ -80,6 +80,13 @@ def test_dry_run_with_overwrite_names_the_partial_files_and_the_swap(tmp_path, c
     assert f"under the earlier run's names ({out_csv}" in out and "as they were" in out
 
 
+def test_help_says_what_dry_run_and_overwrite_do(capsys):
+    assert cli.main(["--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit with the code the run would give; creates nothing" in text
+    assert "replace an existing output once this run ends" in text and "NAME.partial.csv" in text
+
+
 def test_an_unknown_model_points_at_the_torchbench_suite(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "torchbenchmark", None)  # no checkout here
     code, _, err = run(["--only", "yolov3"], capsys)

@@ -85,7 +85,8 @@ def _selection(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--list-models", action="store_true",
                      help="print the selected models (after --only/-k/-x and the shard flags) and exit")
     sel.add_argument("--dry-run", action="store_true",
-                     help="print what would run (models x backends, batch sizes, output files) and exit")
+                     help="print the plan (models x backends, batch sizes, repeats, first calls, the files "
+                          "it would write) and exit with the code the run would give; creates nothing")
     sel.add_argument("--total-partitions", type=int, default=1, metavar="N",
                      help="split the selected models into N shards (for CI; default 1: all of them)")
     sel.add_argument("--partition-id", type=int, default=None, metavar="I",
@@ -180,7 +181,9 @@ def _running(p: argparse.ArgumentParser) -> None:
                    help="run models in this process, with no --timeout (for debugging; default: each model "
                         "in its own process)")
     r.add_argument("--resume", action="store_true", help="complete an existing output, skipping done rows")
-    r.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output once this run ends; until then it writes beside it "
+                        "(NAME.partial.csv, ...), so a run stopped early leaves the earlier files as they were")
 
 
 def _output(p: argparse.ArgumentParser) -> None:
