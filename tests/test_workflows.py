@@ -89,8 +89,9 @@ def _zizmor_above_low(*paths):
 
 
 def test_zizmor_auditor_finds_nothing_above_low():
-    """The strictest persona (also what is only suspicious): nothing above low."""
-    assert _zizmor_above_low(WORKFLOWS) == []
+    """The strictest persona (also what is only suspicious), on the whole
+    repository (the workflows and Dependabot's configuration): nothing above low."""
+    assert _zizmor_above_low(ROOT) == []
 
 
 def test_zizmor_auditor_flags_a_persisted_token_and_an_image_tag(tmp_path):
