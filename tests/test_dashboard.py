@@ -854,3 +854,25 @@ def test_each_gate_row_says_the_smallest_slowdown_it_could_catch(browser, pair_s
     assert {(n, b): d for n, b, d in cells} == expected
     assert errors == []
     page.close()
+
+
+def test_an_ad_hoc_night_is_no_baseline_on_the_page(tmp_path):
+    """A dispatch that ran one model between two scheduled nights: the
+    latest night's change is from the scheduled night before it, the
+    trends keep every model in their fixed set (the dispatch's one model
+    would otherwise be all of it), and no side-by-side pair starts from the
+    ad-hoc night."""
+    from benchmarks.results.dashboard import pairs
+
+    frames = history_frames(4, MODELS, BACKENDS, seed=7)
+    date, rows = frames[2]
+    kept = [frames[0], frames[1], (date, rows[rows["name"] == "alexnet"]), frames[3]]
+    nights = [dashboard.Night(d, tmp_path / d, {"kind": "ad-hoc"} if i == 2 else {}) for i, (d, _) in enumerate(kept)]
+    data = dashboard.page_data(nights, dashboard.combine([(i, df) for i, (_, df) in enumerate(kept)]))
+    [group] = data["groups"]
+    assert group["summary"]["latest"] == 3 and group["summary"]["baseline"] == 1
+    for trend in group["trends"].values():
+        assert trend["ranges"][ALL]["n"] == len(MODELS)
+        assert trend["ranges"][ALL]["geo"][2] is None  # the ad-hoc night is no point of the trend
+        assert trend["total"][2] == 1  # its pass rate is still shown
+    assert pairs.pairs_to_compare(nights, 7) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3)]

@@ -414,6 +414,7 @@ def test_an_ad_hoc_night_is_never_a_baseline(tmp_path):
 
 @pytest.mark.parametrize("env, kind", [({"GITHUB_EVENT_NAME": "schedule", "NIGHTLY_KIND": "ad-hoc"}, "scheduled"),
                                        ({"GITHUB_EVENT_NAME": "workflow_dispatch"}, "ad-hoc"),
+                                       ({"GITHUB_EVENT_NAME": "push"}, "ad-hoc"),
                                        ({"NIGHTLY_KIND": "ad-hoc"}, "ad-hoc"), ({}, "scheduled")])
 def test_the_merge_records_how_the_night_started(tmp_path, monkeypatch, env, kind):
     for name in ("GITHUB_EVENT_NAME", "NIGHTLY_KIND"):

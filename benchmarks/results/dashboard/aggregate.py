@@ -23,7 +23,7 @@ baseline night over the models that passed on both.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -117,12 +117,18 @@ def _over_fixed_set(p: dict[str, pd.DataFrame], nights: list[int]) -> dict:
     }
 
 
-def line_trend(rows: pd.DataFrame, nights: int, memory: str) -> dict:
+def line_trend(rows: pd.DataFrame, nights: int, memory: str, ad_hoc: Collection[int] = ()) -> dict:
     """One line's pass rate per night and, per time range, its trends over
     that range's fixed set.  Arrays are dense over the nights (null where the
-    line did not run); a range's arrays start at its first night."""
+    line did not run); a range's arrays start at its first night.  The
+    ``ad_hoc`` nights (a filter, other backends or repeats of their own) have
+    their pass rate but no part in the trends: a fixed set cut down to one
+    dispatch's model would be no trend of the schedule."""
     runs = rows.groupby("night")["passed"].agg(["sum", "size"]).reindex(range(nights))
     out = {"pass": compact(runs["sum"]), "total": compact(runs["size"]), "ranges": {}}
+    rows = rows[~rows["night"].isin(list(ad_hoc))]
+    if rows.empty:
+        return out
     p = _pivots(rows, memory)
     for label, start in ranges(nights):
         ran = [i for i in p["passed"].columns if i >= start]
@@ -171,15 +177,17 @@ def _change(latest: pd.DataFrame, baseline: pd.DataFrame, memory: str) -> dict:
             "memory": _geomean(a[memory] / b[memory]) - 1}
 
 
-def latest_summary(rows: pd.DataFrame, baseline_night: int | None = None) -> dict:
+def latest_summary(rows: pd.DataFrame, baseline_night: int | None = None, ad_hoc: Collection[int] = ()) -> dict:
     """One group's summary table: its latest night, the baseline night
-    (``baseline_night`` when the group ran then, else its night before the
-    latest) and per line the numbers of ``_night_numbers`` with their change
-    (``_change``; None without a baseline night)."""
+    (``baseline_night`` when the group ran then, else its last scheduled
+    night before the latest: never one of the ``ad_hoc`` nights) and per
+    line the numbers of ``_night_numbers`` with their change (``_change``;
+    None without a baseline night)."""
     ran = sorted(rows["night"].unique())
     latest = int(ran[-1])
     earlier = [int(i) for i in ran if i < latest]
-    base = baseline_night if baseline_night in earlier else (earlier[-1] if earlier else None)
+    scheduled = [i for i in earlier if i not in set(ad_hoc)]
+    base = baseline_night if baseline_night in earlier else (scheduled[-1] if scheduled else None)
     memory = memory_column(rows)
     lines = {}
     for series, own in rows.groupby("series", sort=True):

@@ -134,10 +134,11 @@ def failed_policies_html(gate: dict) -> str:
 
 
 def pairs_to_compare(nights: Sequence[Night], recent: int) -> list[tuple[int, int]]:
-    """Every (old, new) pair among the last ``recent`` nights, and each
+    """Every (old, new) pair among the last ``recent`` nights whose old
+    night is a scheduled one (an ad-hoc night is nobody's baseline), and each
     failed gate's pair (its reference night, or the night before, and it)."""
     last = range(max(0, len(nights) - recent), len(nights))
-    wanted = {(a, b) for a in last for b in last if a < b}
+    wanted = {(a, b) for a in last for b in last if a < b and not nights[a].ad_hoc}
     wanted.update(gate_pair(nights, i) for i, night in enumerate(nights) if night.gate_failed and i)
     return sorted(wanted)
 

@@ -62,6 +62,7 @@ def page_data(nights: Sequence[Night], history: pd.DataFrame, repo_url: str | No
     models and trends (``aggregate.line_trend``) and the latest night's
     summary (``aggregate.latest_summary``)."""
     count = len(nights)
+    ad_hoc = frozenset(i for i, n in enumerate(nights) if n.ad_hoc)  # never a baseline, not in the trends
     lines = sorted(history["series"].unique())
     commits, per_night = aggregate.night_commits(history, count)
     groups = []
@@ -73,8 +74,8 @@ def page_data(nights: Sequence[Night], history: pd.DataFrame, repo_url: str | No
             "label": str(label), "suite": first["suite"], "mode": first["mode"], "dtype": first["dtype"],
             "memory": memory, "lines": sorted(rows["series"].unique()), "models": models,
             "modelFiles": [model_file(index, i) for i in range(len(models))],
-            "trends": {str(s): aggregate.line_trend(own, count, memory) for s, own in rows.groupby("series")},
-            "summary": store.plain(aggregate.latest_summary(rows, baseline_night)),  # nan -> null
+            "trends": {str(s): aggregate.line_trend(own, count, memory, ad_hoc) for s, own in rows.groupby("series")},
+            "summary": store.plain(aggregate.latest_summary(rows, baseline_night, ad_hoc)),  # nan -> null
         })
     return {
         "nights": [n.date for n in nights],
