@@ -5,6 +5,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The packages merge, gate and the dashboard need, without torch: see install-light.
 LIGHT_STAMP := $(VENV)/.installed-light
+# What an install stamp holds: a checksum of the package metadata's content,
+# not its mtime (a fresh checkout of unchanged metadata, beside a venv restored
+# from a cache, installs nothing; changed metadata installs again).
+METADATA := $(shell cat setup.cfg pyproject.toml | cksum)
+# A stamp is current when the venv's interpreter runs (a venv whose Python was
+# removed or moved is dead) and the stamp holds the metadata's checksum.
+current = $(shell test -x $(PY) && test "$$(cat $(1) 2>/dev/null)" = "$(METADATA)" && echo yes)
 # torch and torchvision as setup.cfg pins them, for a CPU-only install (below).
 TORCH_PINS := $(shell sed -n 's/^[[:space:]]*\(torch==[^[:space:]]*\|torchvision==[^[:space:]]*\)[[:space:]]*$$/\1/p' setup.cfg)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -21,21 +28,23 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--backend=torchxla_trivial,torchxla_trace_once --repeat 30 --cold-start-repeat 1 --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install install-light lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts bench-power nightly clean browser dashboard \
+.PHONY: install install-light install-metadata FORCE lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts bench-power nightly clean browser dashboard \
 	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary nightly-notify \
 	torchbench-install
 
 install: $(STAMP)
 
-# Re-runs only when the package metadata changed; otherwise returns at once.
+# Re-runs only when the package metadata changed or the venv's interpreter is
+# gone; otherwise returns at once.  A venv whose interpreter is gone is made
+# again from scratch (--clear: `python3 -m venv` alone leaves it dead).
 # With TORCH_INDEX_URL set in the environment (CI sets PyTorch's CPU-only wheel
 # index: no CUDA libraries), torch and torchvision come from that index first.
-$(STAMP): setup.cfg pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(STAMP): $(if $(call current,$(STAMP)),,FORCE)
+	test -x $(PY) || $(PYTHON) -m venv --clear $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$${TORCH_INDEX_URL:+$(PY) -m pip install --quiet --index-url "$$TORCH_INDEX_URL" $(TORCH_PINS)}
 	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	echo '$(METADATA)' > $(STAMP)
 
 # merge, dashboard and a gate without re-runs (--no-confirm) import no torch:
 # on a machine that only merges and renders, a venv without it serves (the
@@ -43,12 +52,19 @@ $(STAMP): setup.cfg pyproject.toml
 # those targets use it as it is; everywhere else they use the full one.
 install-light: $(LIGHT_STAMP)
 
-$(LIGHT_STAMP): setup.cfg pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(LIGHT_STAMP): $(if $(call current,$(LIGHT_STAMP)),,FORCE)
+	test -x $(PY) || $(PYTHON) -m venv --clear $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $$($(PYTHON) -m benchmarks.nightly light-requirements)
 	$(PY) -m pip install --quiet --no-deps -e .
-	touch $(LIGHT_STAMP)
+	echo '$(METADATA)' > $(LIGHT_STAMP)
+
+# What the install stamps hold for this checkout's metadata (a venv laid down
+# by other means, already installed, can be stamped with it).
+install-metadata:
+	@echo '$(METADATA)'
+
+FORCE:
 
 REPORT_STAMP = $(if $(wildcard $(LIGHT_STAMP)),$(LIGHT_STAMP),$(STAMP))
 

@@ -14,16 +14,26 @@
   ``continue-on-error``, step outcomes and job outputs as documented;
 * the actions the workflows use, emulated: ``checkout`` (a clone of the
   origin, or of a stand-in for another repository), ``setup-python`` and
-  ``cache`` (nothing to do: every checkout of this repository gets the venv
-  the tests run in, its install stamps fresh, as a cache hit would restore
-  it), ``upload-artifact``/``download-artifact`` (a folder per artifact, one
+  ``cache`` (by default nothing to do: every checkout of this repository
+  gets the venv the tests run in, its install stamps current, as a cache hit
+  would restore it; with ``caches``, a real cache: ``setup-python`` lays the
+  runner image's Python (``python``, this machine's interpreter under that
+  version) in a tool cache whose path names the version, puts it first on
+  ``PATH`` and says its version; ``cache`` restores a saved folder by its
+  exact key and saves one after a job that succeeded, and pip stands in for
+  the package index by linking the tests' venv into the venv it installs
+  into), ``upload-artifact``/``download-artifact`` (a folder per artifact, one
   store per run, a name that exists refused unless ``overwrite``, as GitHub
   answers 409; a download without ``run-id`` and ``github-token`` sees only
   what the run's current attempt uploaded, as the runtime API does, and one
   with them needs ``actions: read``), ``upload-pages-artifact`` and
   ``deploy-pages``;
 * "Re-run job": ``run_job`` of a job that ran already starts a new attempt
-  of the run (``github.run_attempt``), keeping the run's artifacts.
+  of the run (``github.run_attempt``), keeping the run's artifacts;
+* a job that outlives its ``timeout-minutes`` (``overrun`` names the step
+  during which its time runs out): GitHub cancels it, the step is stopped
+  (SIGINT, then SIGKILL), later steps run only under ``always()`` or
+  ``cancelled()``, and the job's result is ``cancelled``.
 
 Two things stand in for the machine: ``PYTHONPATH`` names the job's checkout
 (the editable install points at the workspace on a runner), and a job can run
@@ -31,10 +41,12 @@ under ``faketime`` (the runner's clock on another day).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -83,7 +95,9 @@ class Run:
     def __init__(self, workflow: Path, origin: Path, folder: Path, *, event: str = "schedule",
                  run_id: int = 1, variables: dict | None = None, inputs: dict | None = None,
                  repositories: dict[str, Path] | None = None, venv: Path = Path(sys.prefix),
-                 clock: dict[str, str] | None = None, uid: int = RUNNER_UID, api_url: str | None = None):
+                 clock: dict[str, str] | None = None, uid: int = RUNNER_UID, api_url: str | None = None,
+                 python: str = "3.11.7", caches: Path | None = None, tool_cache: Path | None = None,
+                 overrun: dict[str, str] | None = None):
         self.workflow = yaml.safe_load(workflow.read_text())
         self.origin, self.folder, self.event, self.run_id = origin, folder, event, run_id
         self.vars, self.inputs = dict(variables or {}), dict(inputs or {})
@@ -98,6 +112,14 @@ class Run:
         self.run_attempt = 1  # the run's attempt: each "Re-run job" starts one
         self.uploaded_in: dict[str, int] = {}  # artifact -> the attempt that uploaded it
         self.permissions: dict = {}  # the running job's token permissions
+        # The runner image's Python (a version name for this machine's
+        # interpreter), the tool cache it lives in, and the Actions cache
+        # (None: every checkout gets the tests' venv, as a cache hit).
+        self.python, self.caches = python, caches
+        self.tool_cache = tool_cache or folder / "toolcache"
+        self.overrun = dict(overrun or {})  # job -> the step during which its time runs out
+        self._path: list[str] = []  # what the running job's steps put first on PATH
+        self._post: list[Callable[[], str]] = []  # the running job's post steps (actions/cache's save)
         self.artifacts.mkdir(parents=True, exist_ok=True)
 
     # -- jobs ----------------------------------------------------------------
@@ -129,7 +151,8 @@ class Run:
         records = []
         for leg, matrix in enumerate(self._matrix(job, contexts)):
             records.append(self._run_leg(name, job, attempt, leg, matrix, needs_ctx))
-        result = "failure" if any(r.result == "failure" for r in records) else "success"
+        results = {r.result for r in records}
+        result = "cancelled" if "cancelled" in results else "failure" if "failure" in results else "success"
         record = JobRecord(name, result, records[-1].outputs, [s for r in records for s in r.steps],
                            records[-1].workspace, "".join(r.summary for r in records), records)
         self.jobs[name] = record
@@ -169,11 +192,12 @@ class Run:
         for level in (self.workflow, job):  # workflow, then job env: each sees the one above
             env = _evaluated_env(level.get("env"), contexts, env)
         steps: dict[str, dict] = {}
-        failed = False
+        failed = cancelled = False
+        self._path, self._post = [], []
         for index, step in enumerate(job.get("steps", [])):
             step_ctx = {**contexts, "env": dict(env), "steps": steps}
             label = to_string(Evaluator(step_ctx).interpolate(step.get("name") or step.get("uses") or step["run"]))
-            if not Evaluator(step_ctx, status=Status(failed=failed)).condition(step.get("if")):
+            if not Evaluator(step_ctx, status=Status(failed=failed, cancelled=cancelled)).condition(step.get("if")):
                 record.steps.append(StepRecord(label, "skipped", "skipped"))
                 if "id" in step:
                     steps[step["id"]] = {"outcome": "skipped", "conclusion": "skipped", "outputs": Open()}
@@ -185,35 +209,43 @@ class Run:
             summary = temp / f"summary-{index}"
             summary.write_text("")
             started = time.monotonic()
+            # The job's time runs out during this step: GitHub stops it and cancels the job.
+            overruns = not cancelled and self.overrun.get(name) == label
             if "run" in step:
                 ok, log = self._shell(step, workspace, {**step_env, **{k: str(v) for k, v in files.items()},
                                                         "GITHUB_STEP_SUMMARY": str(summary)},
-                                      contexts, name)
+                                      contexts, name, overruns=overruns)
             else:
                 with_ = Evaluator(step_ctx).interpolate(step.get("with") or {})
                 ok, log = self._action(step["uses"].split("@")[0], with_, workspace, contexts, files)
             record.summary += summary.read_text()
-            outcome = "success" if ok else "failure"
-            conclusion = "success" if ok or step.get("continue-on-error") else "failure"
+            outcome = "cancelled" if overruns else "success" if ok else "failure"
+            conclusion = outcome if ok or overruns or not step.get("continue-on-error") else "success"
             record.steps.append(StepRecord(label, outcome, conclusion, log, time.monotonic() - started))
             if "id" in step:
                 steps[step["id"]] = {"outcome": outcome, "conclusion": conclusion,
                                      "outputs": Open(_key_values(files["GITHUB_OUTPUT"].read_text()))}
             env.update(_key_values(files["GITHUB_ENV"].read_text()))
             failed = failed or conclusion == "failure"
-        record.result = "failure" if failed else "success"
+            cancelled = cancelled or overruns
+        record.result = "cancelled" if cancelled else "failure" if failed else "success"
+        if record.result == "success":  # post steps: actions/cache saves after a job that succeeded
+            for post in self._post:
+                record.steps.append(StepRecord("Post " + post.__doc__, "success", "success", post()))
         outputs = Evaluator({**contexts, "env": dict(env), "steps": steps}).interpolate(job.get("outputs") or {})
         record.outputs = {k: to_string(v) for k, v in outputs.items()}
         return record
 
     # -- run: steps ----------------------------------------------------------
 
-    def _shell(self, step: dict, workspace: Path, step_env: dict, contexts: dict, job: str) -> tuple[bool, str]:
+    def _shell(self, step: dict, workspace: Path, step_env: dict, contexts: dict, job: str,
+               overruns: bool = False) -> tuple[bool, str]:
         script = workspace.parent / "temp" / "step.sh"
         script.write_text(step["run"] + "\n")
         github = contexts["github"]
         env = {
-            "PATH": os.environ["PATH"], "HOME": str(workspace.parent / "home"), "LANG": "C.UTF-8",
+            "PATH": os.pathsep.join([*self._path, os.environ["PATH"]]), "HOME": str(workspace.parent / "home"),
+            "LANG": "C.UTF-8",
             "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(workspace),
             "GITHUB_SHA": github["sha"], "GITHUB_REF": github["ref"], "GITHUB_REF_NAME": github["ref_name"],
             "GITHUB_EVENT_NAME": self.event, "GITHUB_RUN_ID": github["run_id"],
@@ -225,11 +257,17 @@ class Run:
             "PYTHONPATH": str(workspace),
             **step_env,
         }
+        if self.caches is not None:  # pip: the tests' venv stands in for the package index
+            env["PYTHONPATH"] += os.pathsep + str(self._pip_stand_in())
+            env.update(REHEARSAL_SITE_PACKAGES=str(_site_packages(self.venv)),
+                       REHEARSAL_PIP_LOG=str(self.folder / "pip.log"), REHEARSAL_JOB=job)
         command = ["bash", "-e", str(script)]
         if job in self.clock:  # the runner's clock on another day
             command = ["faketime", "-f", self.clock[job], *command]
             env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
         cwd = workspace / step.get("working-directory", ".")
+        if overruns:
+            return False, _stopped(command, cwd, env)
         try:
             done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                                   timeout=STEP_TIMEOUT)
@@ -237,9 +275,21 @@ class Run:
             return False, f"timed out after {err.timeout}s"
         return done.returncode == 0, done.stdout + done.stderr + f"\n(exit {done.returncode})"
 
+    def _pip_stand_in(self) -> Path:
+        folder = self.folder / "pip-stand-in"
+        if not folder.exists():
+            (folder / "pip").mkdir(parents=True)
+            (folder / "pip" / "__init__.py").write_text("")
+            (folder / "pip" / "__main__.py").write_text(PIP_STAND_IN)
+        return folder
+
     # -- uses: steps ---------------------------------------------------------
 
     def _action(self, action: str, with_: dict, workspace: Path, contexts: dict, files) -> tuple[bool, str]:
+        if action == "actions/setup-python" and self.caches is not None:
+            return self._setup_python(with_, files)
+        if action == "actions/cache" and self.caches is not None:
+            return self._cache(with_, workspace, files)
         handler = {
             "actions/checkout": self._checkout,
             "actions/setup-python": lambda w, ws: (True, f"python {w.get('python-version')}: the system's"),
@@ -266,10 +316,53 @@ class Run:
         if source is None:
             return False, f"no stand-in for {repository}"
         git("clone", "-q", str(source), str(dest))
-        if own:
+        if own and self.caches is None:
             lay_venv(dest / ".venv", self.venv)
         chown_tree(dest, self.uid)
         return True, f"checked out {repository} at {ref or 'its default branch'}"
+
+    def _setup_python(self, with_: dict, files) -> tuple[bool, str]:
+        """The image's Python in the tool cache, at a path that names its
+        version (the only one of its minor version the image carries): first
+        on PATH, its version and path as the step's outputs."""
+        wanted = str(with_.get("python-version"))
+        if not self.python.startswith(wanted + ".") and self.python != wanted:
+            return False, f"the image has Python {self.python}, not {wanted}"
+        versions = self.tool_cache / "Python"
+        versions.mkdir(parents=True, exist_ok=True)
+        for other in versions.iterdir():
+            if other.name != self.python:
+                shutil.rmtree(other)  # the image moved on: the old version is gone
+        home = versions / self.python / "x64"
+        if not home.exists():
+            home.parent.mkdir()
+            home.symlink_to(Path(sys.base_prefix))
+        self._path.insert(0, str(home / "bin"))
+        python = home / "bin" / "python3"
+        with open(files["GITHUB_OUTPUT"], "a") as out:
+            out.write(f"python-version={self.python}\npython-path={python}\n")
+        return True, f"python {self.python} at {python}"
+
+    def _cache(self, with_: dict, workspace: Path, files) -> tuple[bool, str]:
+        """Restore the folder saved under exactly this key, or save it after
+        the job (only if the job succeeds, and never over a saved key)."""
+        key, path = str(with_["key"]), workspace / str(with_["path"])
+        saved = self.caches / key
+        if saved.exists():
+            shutil.copytree(saved, path, symlinks=True)  # as tar restores it: links as links, mtimes kept
+            with open(files["GITHUB_OUTPUT"], "a") as out:
+                out.write("cache-hit=true\n")
+            return True, f"Cache restored from key: {key}"
+
+        def save() -> str:
+            """Save the cache"""
+            if saved.exists() or not path.exists():
+                return f"not saved: {key}"
+            shutil.copytree(path, saved, symlinks=True)
+            return f"Cache saved with key: {key}"
+
+        self._post.append(save)
+        return True, f"Cache not found for input keys: {key}"
 
     def artifact(self, name: str) -> Path:
         """A new artifact's folder, uploaded by the current attempt (for a
@@ -360,14 +453,48 @@ class Run:
 
 def lay_venv(dest: Path, source: Path) -> None:
     """A venv at ``dest`` that is ``source`` (the tests' venv) under another
-    name: its own pyvenv.cfg, the same bin/ and lib/, and install stamps newer
-    than the checkout's package metadata, so make installs nothing."""
+    name: its own pyvenv.cfg, the same bin/ and lib/, and install stamps that
+    hold the checkout's package metadata (``make install-metadata``), so make
+    installs nothing."""
     dest.mkdir()
     shutil.copy2(source / "pyvenv.cfg", dest / "pyvenv.cfg")
     for part in ("bin", "lib"):
         (dest / part).symlink_to(source / part)
+    metadata = subprocess.run(["make", "-s", "install-metadata"], cwd=dest.parent, capture_output=True,
+                              text=True, check=True, timeout=60).stdout
     for stamp in (".installed", ".installed-light"):
-        (dest / stamp).touch()
+        (dest / stamp).write_text(metadata)
+
+
+PIP_STAND_IN = '''"""pip, as the rehearsal has it: an install links the tests' venv into
+the running venv (a .pth file) instead of downloading, and is logged."""
+import os, sys, sysconfig
+with open(os.environ["REHEARSAL_PIP_LOG"], "a") as log:
+    log.write(f"{os.environ.get('REHEARSAL_JOB', '')}: {sys.prefix}: pip {' '.join(sys.argv[1:])}\\n")
+if sys.argv[1:2] == ["install"]:
+    with open(os.path.join(sysconfig.get_paths()["purelib"], "rehearsal-packages.pth"), "w") as pth:
+        pth.write(f"import site; site.addsitedir({os.environ['REHEARSAL_SITE_PACKAGES']!r})\\n")
+'''
+
+
+def _site_packages(venv: Path) -> Path:
+    return venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
+def _stopped(command: list[str], cwd: Path, env: dict) -> str:
+    """The step, stopped as GitHub stops a cancelled job's step: SIGINT,
+    then SIGKILL if it is still running 7.5 s later."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    time.sleep(0.5)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=7.5)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    return out + "\nError: The operation was canceled (the job has exceeded the maximum execution time)"
 
 
 def _needs(job: dict) -> list[str]:

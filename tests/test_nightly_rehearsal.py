@@ -9,6 +9,11 @@ to job, a re-run job, the results branch on an origin repository.
 * Slow: two consecutive nights from scratch on one tiny model (the first
   with the runner's clock a day back), the second night's gate comparing
   against the first night the workflow itself published.
+* A season: the runner image moves Python between two nights (the cached
+  venv's interpreter gone), a gate outlives the merge job's time, an ad-hoc
+  dispatch between scheduled nights.
+
+Each night prints its wall time (``pytest -s``).
 """
 from __future__ import annotations
 
@@ -17,11 +22,13 @@ import datetime
 import functools
 import io
 import json
+import os
 import shutil
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 import gha_runner
 from gha_runner import JobRecord, Run, branch_files, push_night
@@ -50,6 +57,11 @@ def _explain(run: Run) -> str:
     return "\n\n".join(f"=== {name}: {job.result}\n{job.log()[-4000:]}" for name, job in run.jobs.items())
 
 
+def _walls(walls: dict[str, float]) -> None:
+    """The nights' wall times, for the closing note of a season."""
+    print("\n" + "\n".join(f"{night:<44} {seconds:6.1f} s" for night, seconds in walls.items()))
+
+
 def fixture_shards(run: Run, contexts: dict, source: Path = FIXTURES / "new.csv") -> JobRecord:
     """The shard jobs' artifacts, from a run (the fixtures' new one) split
     into the plan's count."""
@@ -61,6 +73,14 @@ def fixture_shards(run: Run, contexts: dict, source: Path = FIXTURES / "new.csv"
         for path in staging.glob(f"shard-{index}.*"):
             shutil.copy2(path, artifact / path.name)
     return JobRecord("shard", "success")
+
+
+def _planned(date: str, count: int):
+    """The plan job, as it would plan ``date`` (the runner's clock that night)."""
+    def stand_in(run: Run, contexts: dict) -> JobRecord:
+        return JobRecord("plan", "success", {"date": date, "count": str(count),
+                                             "shards": json.dumps(list(range(count)))})
+    return stand_in
 
 
 @pytest.fixture
@@ -222,7 +242,7 @@ def test_two_nights_from_scratch(tmp_path, origin):
             assert again.result == "success", again.log()
         assert f"{date}/performance.csv" in branch_files(origin, BRANCH)
     assert "2 nights" in (tmp_path / "night2" / "pages" / "index.html").read_text()
-    print(f"\nrehearsal wall time: night 1 {walls[0]:.0f} s, night 2 {walls[1]:.0f} s")
+    _walls({"night 1 from scratch (lennard_jones)": walls[0], "night 2 from scratch (lennard_jones)": walls[1]})
 
 
 
@@ -253,28 +273,38 @@ def _edited_run(source: Path, dest: Path, keep=lambda row: True, failing: str = 
 
 
 def test_an_ad_hoc_dispatch_is_never_the_next_nights_baseline(tmp_path, origin):
-    """Scheduled night 1; an ad-hoc dispatch (one model) on night 2;
+    """Scheduled night 1 (run by the workflow); an ad-hoc dispatch (one model) on night 2;
     scheduled night 3 with resnet18 newly failing: night 3 is judged against
     night 1, passing night 2 over, and reports resnet18 as a new failure
     (against night 2 it would be "added").  The ad-hoc night is published,
     marked so, and a dispatch never replaces a scheduled night of its date."""
     first, second, third = _days_ago(2), _days_ago(1), _today()
-    push_night(origin, BRANCH, {f"{first}/performance.csv": FIXTURES / "old.csv",
-                                f"{first}/performance.jsonl": FIXTURES / "old.jsonl"}, tmp_path / "before")
+    walls = {}
+    started = time.monotonic()
+    night1 = Run(NIGHTLY, origin, tmp_path / "night1", event="schedule", run_id=1, variables={"NIGHTLY_SHARDS": "2"})
+    night1.run_all(stand_ins={"plan": _planned(first, 2),
+                              "shard": functools.partial(fixture_shards, source=FIXTURES / "old.csv")})
+    walls["night 1 (scheduled)"] = time.monotonic() - started
+    assert night1.jobs["publish"].result == "success", _explain(night1)
+    assert "NO BASELINE" in night1.jobs["merge"].step("Gate against the previous night").log, _explain(night1)
     only_alexnet = _edited_run(FIXTURES / "new.csv", tmp_path / "alexnet" / "run.csv",
                                keep=lambda row: row["name"] == "alexnet")
+    started = time.monotonic()
     dispatch = Run(NIGHTLY, origin, tmp_path / "night2", event="workflow_dispatch", run_id=2,
                    inputs={"date": second, "filter": "^alexnet$", "shards": 1})
     dispatch.run_all(stand_ins={"shard": functools.partial(fixture_shards, source=only_alexnet)})
+    walls["night 2 (dispatch, one model: ad-hoc)"] = time.monotonic() - started
     assert dispatch.jobs["publish"].result == "success", _explain(dispatch)
     published = json.loads(gha_runner.git("show", f"{BRANCH}:{second}/night.json", cwd=origin).stdout)
     assert published["kind"] == "ad-hoc"
     assert "ad-hoc" in (dispatch.pages / "index.html").read_text()
 
     failing = _edited_run(FIXTURES / "new.csv", tmp_path / "failing" / "run.csv", failing="resnet18")
+    started = time.monotonic()
     scheduled = Run(NIGHTLY, origin, tmp_path / "night3", event="schedule", run_id=3,
                     variables={"NIGHTLY_SHARDS": "2"})
     scheduled.run_all(stand_ins={"shard": functools.partial(fixture_shards, source=failing)})
+    walls["night 3 (scheduled, resnet18 newly failing)"] = time.monotonic() - started
     explain = _explain(scheduled)
     gate = scheduled.jobs["merge"].step("Gate against the previous night").log
     assert f"complete night(s) pooled, {first} " in gate and f"{second} (ad-hoc" in gate, explain
@@ -289,9 +319,136 @@ def test_an_ad_hoc_dispatch_is_never_the_next_nights_baseline(tmp_path, origin):
     # A dispatch of night 3's date afterwards: it runs and is judged, but the
     # scheduled night 3 stays on the branch as it was.
     before = gha_runner.git("show", f"{BRANCH}:{third}/performance.csv", cwd=origin).stdout
+    started = time.monotonic()
     again = Run(NIGHTLY, origin, tmp_path / "night3-dispatch", event="workflow_dispatch", run_id=4,
                 inputs={"filter": "^alexnet$", "shards": 1})
     again.run_all(stand_ins={"shard": functools.partial(fixture_shards, source=only_alexnet)})
+    walls["night 3 again (dispatch: does not replace it)"] = time.monotonic() - started
     assert again.jobs["publish"].result == "success", _explain(again)
     assert "does not replace it" in again.jobs["publish"].log()
     assert gha_runner.git("show", f"{BRANCH}:{third}/performance.csv", cwd=origin).stdout == before
+    _walls(walls)
+
+
+# --------------------------------------------------------------------------
+# A season: the runner's Python moves, a gate outlives the job
+
+
+def _pip_calls(run: Run) -> list[str]:
+    log = run.folder / "pip.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.mark.parametrize("key", ["exact", pytest.param("minor", marks=pytest.mark.slow)])
+def test_the_runner_moves_python_between_two_nights(tmp_path, origin, key):
+    """Night 1 on the image's Python 3.11.7 installs into a fresh venv and
+    caches it; by night 2 the image carries 3.11.8 and 3.11.7's tool cache
+    is gone, so the cached venv's interpreter dangles.  Keyed on the exact
+    interpreter (the workflow), night 2 misses the dead venv and installs
+    afresh; keyed on the minor version only (the old key), it restores the
+    dead venv and `make install` makes it again.  Either way night 2 gates
+    against night 1, and a re-run of its merge job restores night 2's venv
+    and installs nothing (the stamps hold the metadata, whatever the
+    checkout's mtimes)."""
+    workflow = NIGHTLY
+    if key == "minor":
+        text = NIGHTLY.read_text()
+        exact = "-py${{ steps.python.outputs.python-version }}-"
+        assert exact in text
+        workflow = tmp_path / "nightly.yml"
+        workflow.write_text(text.replace(exact, "-py3.11-"))
+    caches, tools = tmp_path / "caches", tmp_path / "toolcache"
+    yesterday, today = _yesterday(), _today()
+    walls = {}
+    for night, python, date in ((1, "3.11.7", yesterday), (2, "3.11.8", today)):
+        started = time.monotonic()
+        run = Run(workflow, origin, tmp_path / f"night{night}", event="schedule", run_id=night,
+                  variables={"NIGHTLY_SHARDS": "2"}, python=python, caches=caches, tool_cache=tools)
+        run.run_all(stand_ins={"plan": _planned(date, 2), "shard": fixture_shards})
+        walls[f"night {night} (Python {python}, {key} key)"] = time.monotonic() - started
+        explain = _explain(run)
+        merge = run.jobs["merge"]
+        assert merge.result == "success" and run.jobs["publish"].result == "success", explain
+        assert f"python {python} at {tools}/Python/{python}/x64/bin/python3" in merge.log(), explain
+        venv = merge.workspace / ".venv"
+        assert os.readlink(venv / "bin" / "python3") == f"{tools}/Python/{python}/x64/bin/python3"
+        installs = [line for line in _pip_calls(run) if " -e .[test]" in line]
+        assert installs and all(str(venv) in line for line in installs), _pip_calls(run)
+        gate = merge.step("Gate against the previous night").log
+        if night == 1:
+            assert "Cache not found" in merge.log() and "NO BASELINE" in gate, explain
+        else:
+            assert f"last 1 complete night(s) pooled, {yesterday}" in gate, explain
+            restored = "Cache restored" in merge.step("Restore the venv (keyed on the exact interpreter, the "
+                                                      "suite and the package metadata)").log
+            assert restored == (key == "minor"), explain  # the dead venv, restored by the old key
+        assert sorted(p.name for p in (tools / "Python").iterdir()) == [python]  # the image's only 3.11
+    dead = [p for p in caches.iterdir() if "3.11.7" in p.name or key == "minor"]
+    assert dead and not os.path.exists(dead[0] / "bin" / "python3")  # night 1's venv: its Python is gone
+
+    # "Re-run jobs": the merge job restores night 2's venv (saved after its
+    # first attempt, if it was a miss) and installs nothing.
+    before = len(_pip_calls(run))
+    again = run.run_job("merge")
+    assert again.result == "success", again.log()
+    if key == "exact":
+        assert "Cache restored" in again.log() and len(_pip_calls(run)) == before, _pip_calls(run)[before:]
+    _walls(walls)
+
+
+def test_a_gate_that_outlives_the_merge_job_leaves_the_night_not_judged(tmp_path, origin):
+    """The merge job's time runs out while the gate re-measures: GitHub
+    cancels the job, the gate is stopped, the `always()` steps still record
+    the night as not judged (run page, night.json) and upload it, and the
+    night is published and shown as not judged on the dashboard.  No issue
+    is opened: nothing was judged."""
+    yesterday, today = _yesterday(), _today()
+    push_night(origin, BRANCH, {f"{yesterday}/performance.csv": FIXTURES / "old.csv",
+                                f"{yesterday}/performance.jsonl": FIXTURES / "old.jsonl"}, tmp_path / "before")
+    started = time.monotonic()
+    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule", variables={"NIGHTLY_SHARDS": "2"},
+              overrun={"merge": "Gate against the previous night"})
+    run.run_all(stand_ins={"shard": fixture_shards})
+    wall = time.monotonic() - started
+    explain = _explain(run)
+    merge = run.jobs["merge"]
+    assert merge.result == "cancelled", explain
+    assert merge.step("Gate against the previous night").outcome == "cancelled", explain
+    assert merge.outputs["merged"] == "success" and merge.outputs["gate"] == "cancelled", explain
+    for name in ("Say why on the run's page", "Render the dashboard", "Upload the night and the dashboard"):
+        assert merge.step(name).outcome == "success", explain
+    assert f"# Nightly {today}: not judged" in merge.summary, merge.summary
+    night = run.artifacts / f"nightly-{today}" / "nightly" / today
+    assert not (night / "compare.json").exists()
+    assert "did not finish" in json.loads((night / "night.json").read_text())["not_judged"]
+    assert run.jobs["notify"].result == "skipped", explain
+    assert run.jobs["publish"].result == "success", explain
+    published = json.loads(gha_runner.git("show", f"{BRANCH}:{today}/night.json", cwd=origin).stdout)
+    assert "did not finish" in published["not_judged"]
+    assert run.jobs["pages"].result == "success", explain
+    assert "NOT JUDGED: " in (run.pages / "index.html").read_text()
+    _walls({"night (the gate outlives the merge job)": wall})
+
+
+def test_a_cancelled_job_runs_only_its_always_steps(tmp_path, origin):
+    """The rehearsal's timeout as GitHub documents it: after the step during
+    which the job's time ran out, `always()` and `cancelled()` steps run,
+    `!cancelled()`, `failure()` and plain steps do not; the job is cancelled."""
+    steps = [{"name": "long", "run": "sleep 30"},
+             {"name": "plain", "run": "true"},
+             {"name": "not cancelled", "if": "${{ !cancelled() }}", "run": "true"},
+             {"name": "on failure", "if": "${{ failure() }}", "run": "true"},
+             {"name": "always", "if": "${{ always() }}", "run": "true"},
+             {"name": "on cancel", "if": "${{ cancelled() }}", "run": "true"}]
+    workflow = tmp_path / "w.yml"
+    workflow.write_text(yaml.safe_dump({"name": "w", "on": {"schedule": [{"cron": "0 0 * * *"}]},
+                                        "jobs": {"j": {"runs-on": "ubuntu-latest", "timeout-minutes": 1,
+                                                       "steps": steps}}}))
+    started = time.monotonic()
+    run = Run(workflow, origin, tmp_path / "run", overrun={"j": "long"})
+    job = run.run_job("j")
+    assert time.monotonic() - started < 25  # stopped, not waited for
+    assert job.result == "cancelled"
+    assert {s.name: s.outcome for s in job.steps} == {
+        "long": "cancelled", "plain": "skipped", "not cancelled": "skipped", "on failure": "skipped",
+        "always": "success", "on cancel": "success"}
