@@ -65,3 +65,18 @@ def test_the_glossary_gives_each_overloaded_word_one_meaning():
     for word in ("program", "contender", "measure", "phase", "reference", "baseline nights", "experiment"):
         assert words.count(word) == 1, word
     assert "docs/glossary.md" in (REPO / "README.md").read_text()
+
+
+def test_the_docs_and_help_say_contender_not_runner_for_one_side_of_a_timing():
+    # "runner" is the program (runner.py) or a CI machine (a job runner, as
+    # docs/nightly.md says); the bridge's runner kinds (docs/backends.md) are its own.
+    from benchmarks import cli
+
+    contender = re.compile(r"\b(each|per|XLA|another) runners?\b|\brunners?'s?\b(?! kinds)|<runner>")
+    texts = {p.name: p.read_text() for p in [REPO / "README.md", *(REPO / "docs" / name for name in
+                                                                    ("flags.md", "columns.md", "methodology.md"))]}
+    texts["--help"] = cli.build_parser().format_help()
+    for name, text in texts.items():
+        text = re.sub(r"\b(CI|job|GitHub's|Ubuntu's|the nightly's) runners?('s)?", "", text)
+        found = [m.group(0) for m in contender.finditer(" ".join(text.split()))]
+        assert not found, (name, found)

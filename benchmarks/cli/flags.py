@@ -142,27 +142,27 @@ def _measurement(p: argparse.ArgumentParser) -> None:
 def _diagnostics(p: argparse.ArgumentParser) -> None:
     d = p.add_argument_group("diagnostics")
     d.add_argument("--export-profiler-trace", metavar="DIR", nargs="?", const=PROFILER_TRACE_FOLDER,
-                   help="after timing, profile one step of each runner into DIR/<model>_<runner>.json "
+                   help="after timing, profile one step of each contender into DIR/<model>_<contender>.json "
                         f"(DIR: default {PROFILER_TRACE_FOLDER}/ beside the output CSV)")
     d.add_argument("--explain", "--print-graph-breaks", action="store_true",
                    help="after the run, print per model and backend its graph breaks with reasons, "
                         "the ops run on the host, recompiles with the guard that failed, and the "
                         "host's share of a step")
     d.add_argument("--dump-hlo", metavar="DIR",
-                   help="write the HLO of each graph of the XLA runners into DIR")
+                   help="write the HLO of each graph of the XLA contenders into DIR")
 
 
 def _first_calls(p: argparse.ArgumentParser) -> None:
     f = p.add_argument_group("first calls")
     cold = f.add_mutually_exclusive_group()
     cold.add_argument("--no-cold-start", dest="cold_start", action="store_false",
-                   help="time each runner's first call in the measuring process instead of a fresh "
-                        "process of its own (faster; another runner's executable may then serve it: "
+                   help="time each contender's first call in the measuring process instead of a fresh "
+                        "process of its own (faster; another contender's executable may then serve it: "
                         "compilation_kind in_process; default: a fresh process, --cold-start-latency)")
     cold.add_argument("--cold-start-latency", dest="cold_start", action="store_true",
-                   help="time each runner's first call in a fresh process (the default here)")
+                   help="time each contender's first call in a fresh process (the default here)")
     f.add_argument("--cold-start-repeat", type=int, default=DEFAULT_COLD_START_REPEAT, metavar="N",
-                   help="fresh processes per runner for its cold first call, the runners taking "
+                   help="fresh processes per contender for its cold first call, the contenders taking "
                         "turns; the row reports their median and range "
                         f"(default {DEFAULT_COLD_START_REPEAT})")
     f.add_argument("--warm-start", "--warm-start-latency", action="store_true",

@@ -139,7 +139,7 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
         code = 2
     repeats = (f"adaptive repeats: {config.min_repeat} to {config.repeat}, within {config.max_time:g} s "
                f"per model" if config.adaptive else f"{config.repeat} timed repeats")
-    first = (f"each runner's first call timed in {config.cold_start_repeat} fresh process(es)"
+    first = (f"each contender's first call timed in {config.cold_start_repeat} fresh process(es)"
              if config.cold_start else "first calls timed in the measuring process")
     measuring = (f"{repeats} after {config.warmup} warm-up call(s), in {config.processes} worker "
                  f"process(es) per model; {first}; timeout {config.timeout:g} s per model")
