@@ -21,19 +21,27 @@ def _config(*argv):
     return cli.make_config(cli.build_parser().parse_args([*BASE, *argv]))
 
 
-def _long_flags():
-    """The first long spelling of each flag of runner.py (argparse's help included)."""
+def _long_flags(parser=None):
+    """The first long spelling of each flag of runner.py (argparse's help
+    and hidden flags included), less PyTorch's harness's flags that are
+    refused with a line naming ours."""
     found = []
-    for action in cli.build_parser()._actions:
-        if action.help == "==SUPPRESS==":  # PyTorch's harness's flags, refused with a line naming ours
+    for action in (parser or cli.build_parser())._actions:
+        if isinstance(action, flags._Refused):
             continue
         found.append(next(o for o in action.option_strings if o.startswith("--")))
     return found
 
 
+def _unclassified(parser=None):
+    """Flags neither declared as a setting of the experiment nor listed as changing nothing measured."""
+    declared = {flag for setting in schema.SETTINGS for flag in setting.flags} | set(schema.MEASURE_FLAGS)
+    return [f for f in _long_flags(parser) if f not in declared and f not in flags.NOT_MEASURED]
+
+
 def test_every_flag_sets_a_declared_setting_or_says_why_it_changes_nothing_measured():
     declared = {flag for setting in schema.SETTINGS for flag in setting.flags} | set(schema.MEASURE_FLAGS)
-    unclassified = [f for f in _long_flags() if f not in declared and f not in flags.NOT_MEASURED]
+    unclassified = _unclassified()
     assert unclassified == [], ("declare each in schema.SETTINGS if it changes what is measured, "
                                 f"else in cli/flags.py's NOT_MEASURED: {unclassified}")
     both = sorted(declared & set(flags.NOT_MEASURED))
@@ -42,6 +50,15 @@ def test_every_flag_sets_a_declared_setting_or_says_why_it_changes_nothing_measu
     assert stale == []
     for flag, (column, _) in flags.NOT_MEASURED.items():
         assert column is None or column in store.CSV_COLUMNS, flag
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_new_flag_without_a_declaration_is_caught(hidden):
+    import argparse
+
+    parser = cli.build_parser()
+    parser.add_argument("--new-knob", type=int, help=argparse.SUPPRESS if hidden else "changes the step")
+    assert _unclassified(parser) == ["--new-knob"]
 
 
 # A value other than the default for each setting a run decides as a whole.
