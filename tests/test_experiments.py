@@ -90,7 +90,7 @@ def test_accuracy_and_performance_runs_do_not_resume_each_other(tmp_path, fault_
     text = out.read_text()
     code, _, err = run([*args, "--resume"], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert f"cannot --resume {out} in performance mode: it holds accuracy rows" in err
+    assert f"cannot --resume {out} as a performance run: it holds accuracy rows" in err
     assert out.read_text() == text
     # The other way round: a performance CSV refuses an --accuracy resume.
     perf = tmp_path / "perf.csv"

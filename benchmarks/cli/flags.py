@@ -44,9 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _experiment(p: argparse.ArgumentParser) -> None:
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--performance", action="store_true", help="measure speedups (default)")
-    mode.add_argument("--accuracy", action="store_true", help="compare outputs with the baseline")
+    measure = p.add_mutually_exclusive_group()
+    measure.add_argument("--performance", action="store_true", help="measure speedups (default)")
+    measure.add_argument("--accuracy", action="store_true", help="compare outputs with the baseline")
     phase = p.add_mutually_exclusive_group()
     phase.add_argument("--inference", action="store_true", help="run inference (default)")
     phase.add_argument("--training", action="store_true", help="run a training step")

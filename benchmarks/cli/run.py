@@ -420,7 +420,7 @@ def _check_resumable(csv_path: Path, measure: str, repeat: int | None = None) ->
         raise UsageError(f"cannot --resume {csv_path} with --repeat {repeat}: its rows were timed with "
                          f"--repeat {'/'.join(map(str, resumed))}; pass that, or another --output")
     if other:
-        raise UsageError(f"cannot --resume {csv_path} in {measure} mode: it holds {other} rows "
+        raise UsageError(f"cannot --resume {csv_path} as a {measure} run: it holds {other} rows "
                          f"(--{other}); pass another --output, or run with --{other}")
 
 

@@ -163,7 +163,7 @@ def _check_one_measure(shards: Sequence[Shard]) -> None:
     speedups = [s.path for s in shards if any(r.get("speedup", "").strip() for r in s.rows)]
     if accuracy and speedups:
         raise UsageError(f"{accuracy[0]} holds --accuracy rows and {speedups[0]} --performance rows; "
-                         "merge the runs of each mode apart, nothing written")
+                         "merge the runs of each measure apart, nothing written")
 
 
 def merge(shards: Sequence[Shard]) -> tuple[list[dict[str, str]], list[str]]:
