@@ -51,6 +51,8 @@ TINY_RUN = ["--repeat", "2", "--warmup", "1", "--no-cold-start"]
 
 # Commands shown in the pages that this test does not run, and why.
 NOT_RUN = {
+    "python runner.py update-expected NIGHT_OR_CSV":
+        "rewrites the checked-in configs/expected; tests/test_expected.py runs it on fixture nights",
     "python runner.py bisect GOOD BAD --only squeezenet1_1 --backend torchxla_trace_once --use-xla-baseline":
         "runs the harness at each probed commit of a real history; tests/test_bisect.py bisects a "
         "throwaway repository built from this tree",

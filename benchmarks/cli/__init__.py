@@ -1,5 +1,5 @@
 """The command line: ``python runner.py [flags]`` runs benchmarks; ``compare``,
-``merge``, ``dashboard`` and ``bisect`` are its subcommands.
+``merge``, ``dashboard``, ``bisect`` and ``update-expected`` are its subcommands.
 
 * ``flags``: the run command's parser, built from its argument groups;
 * ``run``: validation, selection and the run (``make_config`` -> RunConfig);
@@ -7,7 +7,8 @@
   callers that set backends, selection, shard and output themselves (the
   nightly job and its confirmation re-run), on top of ``runner.py`` flags;
 * ``compare``: the gate's command line; ``bisect``: the first commit at
-  which a measurement regressed; ``merge`` and ``dashboard`` keep
+  which a measurement regressed; ``update_expected``: a run's statuses and
+  graph breaks accepted as expected; ``merge`` and ``dashboard`` keep
   theirs in ``benchmarks.results.merge`` and ``benchmarks.results.dashboard``.
 
 Everything is validated before any model runs; a bad value is reported as one
@@ -103,4 +104,11 @@ def _bisect(argv: list[str]) -> int:
     return bisect_main(argv)
 
 
-SUBCOMMANDS = {"compare": compare_main, "merge": _merge, "dashboard": _dashboard, "bisect": _bisect}
+def _update_expected(argv: list[str]) -> int:
+    from benchmarks.cli.update_expected import update_expected_main
+
+    return update_expected_main(argv)
+
+
+SUBCOMMANDS = {"compare": compare_main, "merge": _merge, "dashboard": _dashboard, "bisect": _bisect,
+               "update-expected": _update_expected}

@@ -37,7 +37,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -46,7 +46,7 @@ from benchmarks.cli import compare as compare_cli
 from benchmarks.nightly import history
 from benchmarks.nightly.night import (COMPARE_MD, COMPARE_PNG, CONFIRM_DIR, NIGHT_FILE, RESULT, VERDICT_FILE,
                                       Night, date_arg, listed_dates, read_state)
-from benchmarks.results import compare, plots, policies, store
+from benchmarks.results import compare, expected, plots, policies, store
 from benchmarks.usage import UsageError
 
 
@@ -80,6 +80,8 @@ def add_arguments(p: argparse.ArgumentParser, step: str | None) -> None:
     p.add_argument("--gate-config", metavar="YAML",
                    help="the policies of the other metrics (first call, peak memory, pass rate) "
                         "and their thresholds (default configs/gate.yaml)")
+    p.add_argument("--expected", metavar="FOLDER",
+                   help="the expected statuses and graph breaks, and the flaky list (default configs/expected)")
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Policy:
     fail_on_inconclusive: bool = False
     gate_config: str | None = None
     units: str = compare.UNIT_PROCESS  # what the test compares (compare.units)
+    expected: str | None = None  # the expected files' folder (None: configs/expected)
 
     def policies(self) -> tuple[policies.Policy, ...]:
         return policies.with_speedup(policies.load_policies(self.gate_config), self.threshold, self.alpha,
@@ -148,18 +151,49 @@ def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Bas
     return settle(reruns.get, why)
 
 
+EXPECTED_POLICY = policies.Policy("expected", threshold=0.0, confirm=False)
+
+
+def expected_verdict(judgement: expected.Judgement) -> policies.Verdict:
+    """The expected files' judgement as a policy's verdict: it fails on a
+    new failure or more graph breaks, naming each."""
+    return policies.Verdict(EXPECTED_POLICY, None, tuple(judgement.failing), failed=judgement.failed,
+                            judged=len(judgement.no_file) < len({c.group for c in judgement.checks}),
+                            detail=judgement.line().split(": ", 1)[1])
+
+
+def excuse_flaky(comparison: compare.Comparison, flaky: set[tuple[str, str]]) -> compare.Comparison:
+    """``comparison`` with the new failures of flaky models ``unconfirmed``:
+    reported, failing neither the gate nor the pass rate, and not re-run."""
+    rows = [replace(row, mark=compare.UNCONFIRMED, note="; ".join(
+                n for n in (row.note, "flaky (the expected files' flaky list): reported, not failing") if n))
+            if row.mark == compare.NEW_FAILURE and (row.name, row.backend) in flaky else row
+            for row in comparison.rows]
+    return replace(comparison, rows=rows)
+
+
 def judge_all(root: Path, date: str, baseline: history.Baseline, policy: Policy,
-              remeasure: Remeasure | None = None) -> tuple[compare.Comparison, list[policies.Verdict]]:
+              remeasure: Remeasure | None = None
+              ) -> tuple[compare.Comparison, list[policies.Verdict], expected.Judgement]:
     """Night ``date`` compared with ``baseline`` by every policy, slower
-    rows re-measured: the steady-state comparison and the policies' verdicts."""
+    rows re-measured, and with the expected files: the steady-state
+    comparison, the policies' verdicts (the expected files' last) and the
+    expected files' judgement."""
     night = Night.read(root / date)
     configured = policy.policies()
+    judgement = expected.judge(expected.run_rows(night.csv), expected.load(policy.expected))
     labels = dict(baseline=baseline.describe(), old_label=baseline.label(), partial=night.partial)
     comparison = compare.compare(list(baseline.runs), night.csv, **policy.kwargs(), **labels)
+    comparison = excuse_flaky(comparison, expected.flaky_failures(judgement))
     others = policies.metric_comparisons(configured, list(baseline.runs), [night.csv], **labels)
     settled = _confirmed({"speedup": comparison, **others}, baseline, night, policy, configured, remeasure)
+    failed_before = {row.key for row in comparison.rows if row.mark == compare.NEW_FAILURE}
     comparison = settled.pop("speedup")
-    return comparison, policies.verdicts(configured, comparison, settled)
+    # A new failure the re-run did not reproduce is not one by the expected files either.
+    judgement = expected.rerun_passed(judgement, {(row.name, row.backend) for row in comparison.rows
+                                                  if row.key in failed_before and row.mark != compare.NEW_FAILURE})
+    found = policies.verdicts(configured, comparison, settled) + [expected_verdict(judgement)]
+    return comparison, found, judgement
 
 
 def judge(root: Path, date: str, baseline: history.Baseline, policy: Policy,
@@ -247,7 +281,7 @@ def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_
         return code
     print(f"nightly gate: baseline: {baseline.describe()}", file=sys.stderr)
     try:
-        comparison, found = judge_all(root, date, baseline, policy, remeasure)
+        comparison, found, judgement = judge_all(root, date, baseline, policy, remeasure)
     except (OSError, ValueError) as err:
         raise UsageError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
     verdict, code = night_verdict(comparison, found)
@@ -255,8 +289,10 @@ def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_
         print(f"night {date}: {verdict}")
     print(compare.render_console(comparison) + "policies:\n" + policies.render(found), end="")
     document = json.loads(compare.render_json(comparison))
-    document.update(verdict=verdict, exit_code=code, policies=policies.to_json(found))
-    markdown = compare.render_markdown(comparison) + "\n## Policies\n\n" + policies.render(found, markdown=True)
+    document.update(verdict=verdict, exit_code=code, policies=policies.to_json(found),
+                    expected=judgement.to_json())
+    markdown = (compare.render_markdown(comparison) + "\n## Policies\n\n" + policies.render(found, markdown=True)
+                + "\n" + judgement.markdown())
     if verdict != compare.verdict(comparison):
         markdown = f"**Night: {verdict}**\n\n" + markdown
     _write(folder, markdown, json.dumps(store.plain(document), indent=1, allow_nan=False) + "\n", missing)
@@ -302,10 +338,11 @@ def gate(args: argparse.Namespace) -> int:
     last ``--baseline-nights`` complete nights."""
     compare_cli.check_policy(args)
     policy = Policy(args.threshold, args.alpha, args.min_samples, args.latency_criterion,
-                    args.allow_removed, args.fail_on_inconclusive, args.gate_config)
+                    args.allow_removed, args.fail_on_inconclusive, args.gate_config, expected=args.expected)
     try:
         policy.policies()
-    except policies.PolicyError as err:
+        expected.load(policy.expected)
+    except (policies.PolicyError, expected.ExpectedError) as err:
         raise UsageError(str(err)) from None
     budgeted = functools.partial(remeasure, models=args.confirm_models, minutes=args.confirm_minutes)
     return run(args.root, args.date, policy, window=args.baseline_nights, pin=args.pin,

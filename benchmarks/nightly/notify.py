@@ -11,6 +11,9 @@ that one instead, so red nights never pile up duplicates -- and prints a
   policy's rows: mark, paired ratio and its interval, policy);
 * links to both nights' commits (the newest baseline night's and tonight's),
   the CI run and the dashboard page;
+* the night's failures against the expected files (``expected`` in
+  ``compare.json``): new failures apart from the known ones, flaky models
+  and what to accept with ``runner.py update-expected``;
 * for each regressed row, the exact ``runner.py bisect`` command that finds
   the commit (GOOD: the baseline night's commit, BAD: tonight's; the night's
   runner flags; ``--metric`` of its policy).
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchmarks.nightly.night import RESULT, Night
+from benchmarks.results import expected
 from benchmarks.usage import UsageError
 
 LABEL = "nightly-regression"
@@ -166,11 +170,13 @@ def body(night: Night, page: str) -> str:
               f"{_cell(r['policy'])} | {_cell(r['note'])} |" for r in shown]
     if len(rows) > len(shown):
         parts.append(f"\n... and {len(rows) - len(shown)} more rows: see the run.")
+    if isinstance(night.gate.get("expected"), dict):
+        parts += ["", expected.section(night.gate["expected"]).rstrip("\n")]
     regressed = [r for r in shown if r["mark"] in ("slower", "new failure")]
     if regressed:
         flags = [str(f) for f in night.runner.get("flags") or ()]
         parts += ["", "To find the commit of each regressed row:", "", "```sh"]
-        parts += [bisect_command(good, bad, r, flags) for r in regressed]
+        parts += list(dict.fromkeys(bisect_command(good, bad, r, flags) for r in regressed))
         parts += ["```"]
     return "\n".join(parts) + "\n"
 

@@ -1,6 +1,8 @@
 """The run's first page when the gate wrote none: why the night was not
-judged, also recorded in its ``night.json`` (``not_judged``) for the page.  Standard library only (the merge job's last steps run it whatever
-was installed)."""
+judged, also recorded in its ``night.json`` (``not_judged``) for the page,
+and its rows against the expected files (``benchmarks.results.expected``):
+new failures apart from the known ones.  Standard library only (the merge
+job's last steps run it whatever was installed)."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +10,7 @@ import os
 import sys
 
 from benchmarks.nightly.night import COMPARE_MD, NIGHT_FILE, RESULT, night_dir, update_json
+from benchmarks.results import expected
 
 SUMMARY_LIMIT = 1024 * 1024  # GitHub's limit on one step's summary
 NOT_JUDGED = ("The gate wrote no report: it did not finish (the job timed out or was cancelled) "
@@ -15,7 +18,17 @@ NOT_JUDGED = ("The gate wrote no report: it did not finish (the job timed out or
 
 
 def add_arguments(p: argparse.ArgumentParser, step: str) -> None:
-    """``summary`` takes only ``--root`` and ``--date``."""
+    """``summary`` takes ``--root``, ``--date`` and the gate's ``--expected``."""
+    p.add_argument("--expected", metavar="FOLDER",
+                   help="the expected statuses and graph breaks, and the flaky list (default configs/expected)")
+
+
+def expected_section(csv_path, folder: str | None) -> str:
+    """The night's rows against the expected files, as the gate's report shows them."""
+    try:
+        return expected.judge(expected.run_rows(csv_path), expected.load(folder)).markdown()
+    except expected.ExpectedError as err:
+        return f"## Expected results\n\nnot judged: {err}\n"
 
 
 def summary(args: argparse.Namespace) -> int:
@@ -32,7 +45,8 @@ def summary(args: argparse.Namespace) -> int:
     elif not (tonight / RESULT).is_file():
         text = f"# Nightly {args.date}: no results\n\nThe shards were not merged: see the merge step's log.\n"
     else:
-        text = f"# Nightly {args.date}: not judged\n\n{NOT_JUDGED}: see its log.\n"
+        text = (f"# Nightly {args.date}: not judged\n\n{NOT_JUDGED}: see its log.\n\n"
+                + expected_section(tonight / RESULT, args.expected))
         # The page shows it, and the night is uploaded and published with it.
         update_json(tonight / NIGHT_FILE, {"not_judged": NOT_JUDGED})
     if len(text.encode()) > SUMMARY_LIMIT:
