@@ -227,6 +227,28 @@ def test_a_new_failure_the_rerun_does_not_reproduce_is_unconfirmed_by_the_expect
         == {("steady", "more graph breaks")}
 
 
+def test_a_first_night_with_no_baseline_is_held_to_the_expected_files(tmp_path, capsys):
+    folder = tmp_path / "expected"
+    _night(tmp_path / "seen", [("a", {}), ("b", {})])
+    assert main(["update-expected", str(tmp_path / "seen"), "--expected", str(folder)]) == 0
+    _night(tmp_path / "nights" / TONIGHT, [("a", {}), ("b", dict(status="timeout"))])
+    assert gate.run(tmp_path / "nights", TONIGHT, gate.Policy(expected=str(folder))) == 1
+    verdict = json.loads((tmp_path / "nights" / TONIGHT / "compare.json").read_text())
+    assert verdict["verdict"] == f"FAIL (no baseline: first night under {tmp_path / 'nights'}; " \
+                                 "failed policies: expected)"
+    assert [(r["name"], r["mark"]) for r in verdict["expected"]["rows"]] == [("b", "new failure")]
+    [policy] = verdict["policies"]
+    assert policy["policy"] == "expected" and policy["regressed"][0]["name"] == "b"
+    markdown = (tmp_path / "nights" / TONIGHT / "compare.md").read_text()
+    assert markdown.startswith(f"# NO BASELINE: night {TONIGHT} was not compared with anything "
+                               "(FAIL: failed policies: expected)")
+    assert "**New failures** (1)" in markdown
+
+    # As expected: the first night passes, as a first night always has.
+    _night(tmp_path / "calm" / TONIGHT, [("a", {}), ("b", {})])
+    assert gate.run(tmp_path / "calm", TONIGHT, gate.Policy(expected=str(folder))) == 0
+
+
 def test_the_gate_refuses_an_unreadable_expected_file_in_one_line(tmp_path, capsys):
     from benchmarks import nightly
 

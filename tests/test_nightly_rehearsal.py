@@ -452,3 +452,39 @@ def test_a_cancelled_job_runs_only_its_always_steps(tmp_path, origin):
     assert {s.name: s.outcome for s in job.steps} == {
         "long": "cancelled", "plain": "skipped", "not cancelled": "skipped", "on failure": "skipped",
         "always": "success", "on cancel": "success"}
+
+
+def test_a_second_red_night_comments_on_the_open_issue(tmp_path, origin):
+    """A red dispatched night opens an issue; the scheduled night after it,
+    red too (resnet18 newly failing), comments on that issue instead of
+    opening another: the fake GitHub API records the calls."""
+    from test_notify import FakeGitHub
+
+    first, second, third = _days_ago(2), _days_ago(1), _today()
+    push_night(origin, BRANCH, {f"{first}/performance.csv": FIXTURES / "old.csv",
+                                f"{first}/performance.jsonl": FIXTURES / "old.jsonl"}, tmp_path / "before")
+    github = FakeGitHub()
+    try:
+        red = Run(NIGHTLY, origin, tmp_path / "night2", event="workflow_dispatch", run_id=2,
+                  inputs={"date": second, "shards": 1}, api_url=github.url)
+        red.run_all(stand_ins={"shard": fixture_shards})
+        assert red.jobs["merge"].outputs["gate"] == "failure", _explain(red)
+        assert red.jobs["notify"].result == "success", _explain(red)
+        [issue] = github.issues
+        assert issue["title"].startswith(f"Nightly {second}: FAIL") and github.comments == []
+
+        failing = _edited_run(FIXTURES / "new.csv", tmp_path / "failing" / "run.csv", failing="resnet18")
+        again = Run(NIGHTLY, origin, tmp_path / "night3", event="schedule", run_id=3, api_url=github.url)
+        again.run_all(stand_ins={"shard": functools.partial(fixture_shards, source=failing)})
+        explain = _explain(again)
+        assert again.jobs["merge"].outputs["gate"] == "failure", explain
+        assert again.jobs["notify"].result == "success", explain
+        assert "commented on issue #1" in again.jobs["notify"].log(), explain
+    finally:
+        github.server.shutdown()
+    assert len(github.issues) == 1  # never a duplicate
+    posts = [path.split("?")[0] for method, path, *_ in github.calls if method == "POST"]
+    assert len(posts) == 2 and posts[0].endswith("/issues") and posts[1] == posts[0] + "/1/comments", posts
+    [(number, comment)] = github.comments
+    assert number == 1 and comment.startswith(f"# Nightly {third}: FAIL"), comment
+    assert "| resnet18 | torchxla_trace_once | new failure |" in comment, comment

@@ -23,7 +23,8 @@ does the work:
    does or any policy does.
 
 A night with no baseline says so in the first line of its summary and
-passes -- unless a results branch exists and could not be read
+passes -- unless its rows fail the expected files, which need no
+baseline, or a results branch exists and could not be read
 (``night.read_state``), which fails: a broken history must not look like a
 first night.
 
@@ -275,9 +276,22 @@ def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_
         print(f"nightly gate: MISSING NIGHTS: no scheduled night ran on {listed_dates(missing)}", file=sys.stderr)
     if not baseline.runs:
         text, verdict, code = no_baseline(root, date, baseline)
+        # The expected files need no baseline: a first night is held to them too.
+        try:
+            judgement = expected.judge(expected.run_rows(folder / RESULT), expected.load(policy.expected))
+        except (OSError, ValueError) as err:
+            raise UsageError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
+        found = [expected_verdict(judgement)]
+        if judgement.failed:
+            verdict, code = f"FAIL ({verdict.split(' (', 1)[1][:-1]}; failed policies: expected)", 1
+            text = text.replace(" (PASS)\n", " (FAIL: failed policies: expected)\n", 1)
         print(text, file=sys.stderr, end="")
-        _write(folder, text, json.dumps({"verdict": verdict, "exit_code": code, "baseline": None,
-                                         "rows": []}, indent=1) + "\n", missing)
+        print("policies:\n" + policies.render(found), end="")
+        text += "\n" + judgement.markdown()
+        _write(folder, text, json.dumps(store.plain({"verdict": verdict, "exit_code": code, "baseline": None,
+                                                     "rows": [], "policies": policies.to_json(found),
+                                                     "expected": judgement.to_json()}),
+                                        indent=1, allow_nan=False) + "\n", missing)
         return code
     print(f"nightly gate: baseline: {baseline.describe()}", file=sys.stderr)
     try:
