@@ -8,7 +8,7 @@ LIGHT_STAMP := $(VENV)/.installed-light
 # What an install stamp holds: a checksum of the package metadata's content,
 # not its mtime (a fresh checkout of unchanged metadata, beside a venv restored
 # from a cache, installs nothing; changed metadata installs again).
-METADATA := $(shell cat setup.cfg pyproject.toml | cksum)
+METADATA := $(shell cat setup.cfg pyproject.toml 2>/dev/null | cksum)
 # A stamp is current when the venv's interpreter runs (a venv whose Python was
 # removed or moved is dead) and the stamp holds the metadata's checksum.
 current = $(shell test -x $(PY) && test "$$(cat $(1) 2>/dev/null)" = "$(METADATA)" && echo yes)
