@@ -73,6 +73,13 @@ def test_a_runs_rows_of_several_batch_sizes_are_one_row(tmp_path):
     assert expected.run_rows(csv) == {GROUP: {("m", "ours"): _entry("timeout")}}
 
 
+def test_a_run_without_rows_expects_nothing_of_it(tmp_path):
+    csv = tmp_path / "run.csv"
+    csv.write_text("name,backend,status\n")  # a run killed before its first model: the gate says so
+    judgement = expected.judge(expected.run_rows(csv), expected.load())
+    assert judgement.checks == () and not judgement.failed
+
+
 # --------------------------------------------------------------------------
 # update-expected
 

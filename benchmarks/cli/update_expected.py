@@ -35,7 +35,10 @@ def update_expected_main(argv: list[str], prog: str = f"{PROG} update-expected")
     if args.expected.exists() and not args.expected.is_dir():
         raise UsageError(f"--expected {args.expected} is not a folder")
     try:
-        changed = expected.update(expected.run_rows(path), args.expected)
+        rows = expected.run_rows(path)
+        if not rows:
+            raise UsageError(f"{path}: no rows to accept")
+        changed = expected.update(rows, args.expected)
     except expected.ExpectedError as err:
         raise UsageError(str(err)) from None
     except OSError as err:
