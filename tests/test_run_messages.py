@@ -80,6 +80,29 @@ def test_dry_run_with_overwrite_names_the_partial_files_and_the_swap(tmp_path, c
     assert f"under the earlier run's names ({out_csv}" in out and "as they were" in out
 
 
+def test_dry_run_of_a_resume_shows_what_is_left(tmp_path, capsys):
+    from benchmarks.run import rows
+
+    out_csv = tmp_path / "run.csv"
+    argv = ["--suite", "seed", "--only", "resnet18,squeezenet1_1", "--backend", "eager,torchxla_trivial",
+            "--repeat", "2", "--output", str(out_csv), "--resume", "--dry-run"]
+    config = cli.make_config(cli.build_parser().parse_args(argv))
+    done = [{**rows.row_base(config, "resnet18"), "backend": b, "status": "pass", "speedup": 1.0}
+            for b in ("eager", "torchxla_trivial")]
+    store.append_rows(out_csv, done + [{**done[0], "name": "squeezenet1_1"}])
+    before = sorted(tmp_path.iterdir())
+    code, out, _ = run(argv, capsys)
+    table = {line.split()[0]: line.split(None, 2)[2] for line in out.splitlines()
+             if line.startswith(("resnet18", "squeezenet1_1"))}
+    assert code == 0 and table == {"resnet18": "none: the output has its rows",
+                                   "squeezenet1_1": "torchxla_trivial"}
+    assert "--resume: 1 of 2 model(s) with work left" in out
+    store.append_rows(out_csv, [{**done[1], "name": "squeezenet1_1"}])
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and "--resume: nothing left to run" in out
+    assert sorted(tmp_path.iterdir()) == before
+
+
 def test_help_says_what_dry_run_and_overwrite_do(capsys):
     assert cli.main(["--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())

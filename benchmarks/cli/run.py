@@ -115,10 +115,16 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
     from benchmarks.results.store import has_outputs, logs_path, partial_path
 
     profile = "cpu" if config.device == "cpu" else "accelerator"
+    pending = _pending(config)
     rows = [(name, _batch_size_label(name, settings, config.suite, profile, config.training,
                                      config.batch_size, config.batch_sizes),
-             ", ".join(config.backends)) for name in config.models]
+             ", ".join(config.backends) if pending is None else
+             ", ".join(pending.get(name, ())) or "none: the output has its rows") for name in config.models]
     table = tabulate(rows, headers=("model", "batch size", f"backends vs {config.baseline} baseline"))
+    if pending is not None:
+        table += (f"\n\n--resume: {len(pending)} of {len(config.models)} model(s) with work left"
+                  if pending else "\n\n--resume: nothing left to run, the output has a row of every "
+                                  "experiment selected")
     # With --overwrite over an earlier run's files, the run writes beside
     # them (orchestrate.Output) and swaps its files in only once it ends.
     staged = overwrite and has_outputs(config.csv_path)
@@ -146,6 +152,16 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
     return (f"{config.measure}: {config.experiment.caption()}: "
             f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n{measuring}\n\n{table}\n\n"
             f"would write (logs only for failed workers; nothing is created by --dry-run):\n{outputs}"), code
+
+
+def _pending(config: RunConfig) -> dict[str, tuple[str, ...]] | None:
+    """With --resume, the backends each model still has to run, as the run
+    would find them in its output (None without --resume)."""
+    if not config.resume:
+        return None
+    from benchmarks.run.orchestrate import pending_work
+
+    return dict(pending_work(config))
 
 
 def make_config(args: argparse.Namespace, settings=None) -> RunConfig:
