@@ -67,8 +67,9 @@ def test_power_counts_false_alarms_and_catches_by_size_and_model(nights):
     assert tally.alarms[power.PER_PROCESS] == tally.alarms[power.BEFORE] == 0
     quiet = lambda s: tally.caught[("quiet", "b", s)]  # noqa: E731
     noisy = lambda s: tally.caught[("noisy", "b", s)]  # noqa: E731
-    # A quiet model's +8% is caught every night; its +3% is below the threshold.
-    assert quiet(0.08) == [5, 5] and quiet(0.03) == [0, 5] and quiet(0.2) == [5, 5]
+    # A quiet model's +8% is caught every night, and so is its +3%: per
+    # process the gate flags from half the threshold.
+    assert quiet(0.08) == [5, 5] and quiet(0.03) == [5, 5] and quiet(0.2) == [5, 5]
     # Between-process spread of 12% hides +8% and even +20% some nights.
     assert noisy(0.08)[0] <= 2 and noisy(0.2)[0] < 5
     assert tally.caught[(power.BEFORE, 0.08)] == [quiet(0.08)[0] + noisy(0.08)[0], 10]
@@ -138,3 +139,8 @@ def test_cli_resamples_the_nights_alone(nights, capsys):
                        "--slowdowns", "0.2", "--resample", "10", "--resample-processes", "3"]) == 0
     out = capsys.readouterr().out
     assert power.RESAMPLED in out and power.PER_PROCESS not in out and "10 resampled nights of 3 x 8" in out
+    # Six nights of four processes: 24 a model, too few to deal four nights of seven.
+    assert power.main(["--judge-only", "--no-real-nights", "--nights", "6", "--root", str(root),
+                       "--resample", "1", "--resample-processes", "7"]) == 2
+    err = capsys.readouterr().err
+    assert "too few stored processes to deal 4 x 7" in err and "quiet/b (24)" in err

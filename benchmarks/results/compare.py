@@ -41,7 +41,8 @@ The rules, in the order they are applied to a (name, backend) pair:
    Fewer than ``min_samples`` paired ratios on either side (or no samples at
    all): ``inconclusive`` -- too few to test is not "no change".  Otherwise
    ``slower`` / ``faster`` need BOTH a two-sided Mann-Whitney U test of the
-   two ratio samples significant at p < alpha AND |change| >= threshold;
+   two ratio samples significant at p < alpha AND |change| >= threshold
+   (half the threshold on per-process units: ``flag_at``);
    anything else is ``no change``.  The ratios are the per-process medians
    when both sides recorded which worker process each sample came from
    (``units``; runs spread over processes, ``benchmarks.run.processes``):
@@ -102,6 +103,15 @@ UNCONFIRMED = "unconfirmed"  # slower or newly failing, but a re-run of it was n
 UNIT_PROCESS = "process"
 UNIT_REPEAT = "repeat"
 UNITS = (UNIT_PROCESS, UNIT_REPEAT)
+# Per-process units flag a change from this fraction of the threshold on: a
+# slowdown as large as the threshold lands below the threshold itself on
+# half the nights whatever the precision (its estimate is as likely under as
+# over), but above half of it on nine in ten once the change's interval is
+# within about two fifths of the threshold.  The test's level still rules
+# out noise: per process it sees the spread a second run would show
+# (docs/methodology.md, the gate's power).  Per-repeat units cannot see
+# the processes' spread; the whole threshold keeps them from crying wolf.
+PROCESS_FLAG_FRACTION = 0.5
 
 # Summary order: what needs attention first.
 MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTER, FIXED, NO_CHANGE,
@@ -281,6 +291,12 @@ def _mann_whitney(new: Sequence[float], old: Sequence[float]) -> float:
     return float(sps.mannwhitneyu(new, old, alternative="two-sided").pvalue)
 
 
+def flag_at(threshold: float, unit: str) -> float:
+    """The smallest |change| marked slower or faster with ``unit`` units:
+    ``PROCESS_FLAG_FRACTION`` of ``threshold`` per process, all of it per repeat."""
+    return threshold * PROCESS_FLAG_FRACTION if unit == UNIT_PROCESS else threshold
+
+
 def _direction(change: float, p_value: float, threshold: float, alpha: float) -> str:
     significant = store.is_finite(p_value) and p_value < alpha
     if significant and store.is_finite(change) and abs(change) >= threshold:
@@ -339,22 +355,23 @@ def units(old: pairing.Side, new: pairing.Side, policy: "_Policy") -> tuple[str,
 def detectable(change: float, change_low: float, threshold: float) -> float:
     """The smallest slowdown the row could have shown: one whose interval
     (as wide as this row's, ``change - change_low`` below its estimate) would
-    have left no change out, and at least ``threshold``; ``nan`` when the
-    row has no interval."""
+    have left no change out, and at least ``threshold`` (the smallest change
+    its units flag: ``flag_at``); ``nan`` when the row has no interval."""
     if not (store.is_finite(change) and store.is_finite(change_low)):
         return NAN
     return max(threshold, change - change_low)
 
 
 def judge_units(old_units: Sequence[float], new_units: Sequence[float], threshold: float = 0.05,
-                alpha: float = 0.05) -> tuple[str, float, float]:
+                alpha: float = 0.05, unit: str = UNIT_PROCESS) -> tuple[str, float, float]:
     """``(mark, change, p_value)`` of ratios ``new_units`` against
-    ``old_units`` by the rule of ``compare`` (``slower``, ``faster`` or
-    ``no change``): what the gate decides for a row once its units are
-    chosen (``benchmarks.tools.power`` replays it on resampled units)."""
+    ``old_units`` (``unit``: per-process medians or per-repeat ratios) by
+    the rule of ``compare`` (``slower``, ``faster`` or ``no change``): what
+    the gate decides for a row once its units are chosen
+    (``benchmarks.tools.power`` replays it on resampled units)."""
     change = _relative(stats.median(new_units), stats.median(old_units))
     p_value = _mann_whitney(new_units, old_units)
-    return _direction(change, p_value, threshold, alpha), change, p_value
+    return _direction(change, p_value, flag_at(threshold, unit), alpha), change, p_value
 
 
 def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> dict:
@@ -375,13 +392,13 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
         found["latency_p"] = _mann_whitney(new.latencies_s, old.latencies_s)
     if min(len(old.ratios), len(new.ratios)) < policy.min_samples:
         return {**found, "mark": INCONCLUSIVE, "note": _why_untested(old, new, policy.min_samples)}
-    mark, _, found["p_value"] = judge_units(old_ratios, new_ratios, policy.threshold, policy.alpha)
+    mark, _, found["p_value"] = judge_units(old_ratios, new_ratios, policy.threshold, policy.alpha, unit)
     found["unit"] = unit
     # How large the change may be, and so the smallest slowdown this row
     # could have caught (a reader of "no change" on a noisy model needs it).
     low, high = stats.speedup_ci(new_ratios, old_ratios)  # of median(new) / median(old)
     found.update(change_low=low - 1, change_high=high - 1,
-                 detectable=detectable(found["change"], low - 1, policy.threshold))
+                 detectable=detectable(found["change"], low - 1, flag_at(policy.threshold, unit)))
     if policy.latency_criterion and mark != SLOWER:
         by_latency = _direction(found["latency_change"], found["latency_p"], policy.threshold, policy.alpha)
         if by_latency == SLOWER:
@@ -736,11 +753,15 @@ def rule(comparison: Comparison) -> str:
         f"ratio = backend/baseline latency of the same repeat (paired within a run, so drift "
         f"between runs cancels); change = median new ratio / median old ratio - 1. "
         f"slower/faster: significant at p<{comparison.alpha:g} (two-sided Mann-Whitney U on the "
-        f"ratios) and |change| >= {comparison.threshold:.0%}; fewer than {comparison.min_samples} "
+        f"ratios) and |change| >= {comparison.threshold:.0%} ({_flag_cell(comparison)} on per-process units); fewer than {comparison.min_samples} "
         f"paired samples on a side: inconclusive; else no change.{latency} "
         f"{_units_rule(comparison)} "
         f"The gate fails (exit status 1) on any {', '.join(fails)}.{confirmed}"
     )
+
+
+def _flag_cell(comparison: Comparison) -> str:
+    return f"{flag_at(comparison.threshold, UNIT_PROCESS):.1%}"
 
 
 def _units_rule(comparison: Comparison) -> str:
@@ -749,7 +770,7 @@ def _units_rule(comparison: Comparison) -> str:
                    "repeat's ratio." if comparison.units == UNIT_PROCESS else
                    " The test's units are each repeat's ratio.")
     return (per_process.strip() + " detectable: the smallest slowdown whose 95% interval, as wide as "
-            "this row's, would have left out no change (at least the threshold): a slowdown that size "
+            "this row's, would have left out no change (at least the change the row's units flag): a slowdown that size "
             "is caught about half the time, twice that nearly always.")
 
 

@@ -275,13 +275,9 @@ def stored_processes(root: Path, dates: Sequence[str]) -> dict[tuple[str, str], 
     return found
 
 
-def _units(rng, night: list[np.ndarray], count: int, repeats: int, avoid: np.ndarray | None = None):
-    """``count`` processes drawn from ``night`` (without replacement while it
-    has enough, ``avoid``'s indices left out), each its first ``repeats``
-    ratios' median; and the indices drawn."""
-    free = np.setdiff1d(np.arange(len(night)), avoid if avoid is not None else [])
-    chosen = rng.choice(free, count, replace=False) if count <= len(free) else rng.choice(len(night), count)
-    return np.array([np.median(night[i][:repeats]) for i in chosen]), chosen
+def _median_units(processes: Sequence[np.ndarray], repeats: int) -> np.ndarray:
+    """Each process's median over its first ``repeats`` ratios."""
+    return np.array([np.median(p[:repeats]) for p in processes])
 
 
 def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, trials: int,
@@ -290,30 +286,36 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
     """The gate's rule (``compare.judge_units``) replayed on ``trials``
     nights made of the stored nights' processes, at ``processes`` processes
     of ``repeats`` repeats (each process's median over its first
-    ``repeats``), per (model, backend) measured by process in two nights or
-    more.  A trial draws tonight from one stored night, its re-run from
-    the same night's other processes (the re-run runs in the same job), and
-    each of the baseline's ``window`` nights from a stored night other than
-    tonight's; ``two nights``: tonight's and another stored night's
-    processes together.  A trial is a night: it is a false alarm when any of
-    its rows is slower unscaled; a slowdown is caught on a row when its
-    night's units, scaled, are slower (after re-run: and the re-run's)."""
+    ``repeats``), per (model, backend) measured by process.
+
+    A trial shuffles the model's processes of all the stored nights and
+    deals them out, none twice: tonight's ``processes``, its re-run's, a
+    second night's (``two nights``: tonight's and these together), and the
+    baseline's, the rest up to ``window`` nights of ``processes``.  So it
+    takes the nights' processes as alike, whichever night ran them (check
+    that the nights do not differ beyond their processes before trusting
+    it), and draws no process twice, which would pass one process off as
+    two agreeing ones.  A trial is a night: a false alarm when any of its
+    rows is slower unscaled; a slowdown is caught on a row when tonight's
+    units scaled by it are slower (after re-run: and the re-run's)."""
     policy = policy or gate.Policy()
     window = window or history.DEFAULT_NIGHTS
     tally = tally or Tally()
     rng = np.random.default_rng(seed)
-    models = {k: v for k, v in stored_processes(root, dates).items() if len(v) >= 2}
+    models = {key: [p for night in nights for p in night] for key, nights in stored_processes(root, dates).items()}
+    short = sorted(f"{name}/{backend} ({len(pool)})" for (name, backend), pool in models.items()
+                   if len(pool) < 4 * processes)
+    if short:
+        raise UsageError(f"too few stored processes to deal 4 x {processes} (tonight, its re-run, a second "
+                         f"night, a baseline) from: {', '.join(short)}")
     judge = functools.partial(compare.judge_units, threshold=policy.threshold, alpha=policy.alpha)
     for _ in range(trials):
         alarms = dict.fromkeys(RESAMPLED_MODES, False)
-        for (name, backend), nights in sorted(models.items()):
-            tonight = int(rng.integers(len(nights)))
-            others = [n for i, n in enumerate(nights) if i != tonight]
-            new, chosen = _units(rng, nights[tonight], processes, repeats)
-            rerun, _ = _units(rng, nights[tonight], processes, repeats, avoid=chosen)
-            second, _ = _units(rng, others[int(rng.integers(len(others)))], processes, repeats)
-            old = np.concatenate([_units(rng, others[int(rng.integers(len(others)))], processes, repeats)[0]
-                                  for _ in range(window)])
+        for (name, backend), pool in sorted(models.items()):
+            dealt = [pool[i] for i in rng.permutation(len(pool))]
+            new, rerun, second = (_median_units(dealt[i * processes:(i + 1) * processes], repeats)
+                                  for i in range(3))
+            old = _median_units(dealt[3 * processes:3 * processes + window * processes], repeats)
             for slowdown in (0.0, *slowdowns):
                 factor = 1 + slowdown
                 first = judge(old, new * factor)[0] == compare.SLOWER
