@@ -419,6 +419,12 @@ def test_every_result_column_has_a_glossary_entry():
     assert not unknown, f"docs/columns.md explains columns the CSV does not have: {unknown}"
 
 
+def test_columns_md_names_the_schema_version_rows_are_written_with():
+    text = (ROOT / "docs" / "columns.md").read_text(encoding="utf-8")
+    (line,) = [line for line in text.splitlines() if line.startswith("| `schema_version` |")]
+    assert f"({store.SCHEMA_VERSION} now)" in line, line
+
+
 def test_every_graph_break_column_has_a_glossary_entry():
     text = (ROOT / "docs" / "columns.md").read_text(encoding="utf-8")
     part = text[text.index("### `NAME_graph_breaks.csv`"):]
