@@ -84,9 +84,10 @@ def _observed(backend: str, on_graph):
     return observed
 
 
-def reference_contender(module: torch.nn.Module, training: bool = False, grad: bool = False) -> Contender:
-    """The model run eagerly on the host in float64: the reference accuracy
-    checks measure errors against."""
+def fp64_contender(module: torch.nn.Module, training: bool = False, grad: bool = False) -> Contender:
+    """The model run eagerly on the host in float64, which accuracy checks
+    weigh errors with (as PyTorch's harness does): not the *reference*, the
+    baseline contender whose outputs they compare with."""
     return _contender("fp64", module, False, None, training, "fp64", grad=grad)
 
 

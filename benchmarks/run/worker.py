@@ -557,7 +557,7 @@ def _fp64_outputs(config: RunConfig, bench, inputs, steps: int = 1):
     """The step's outputs in float64 on the host (as PyTorch's harness takes
     its reference), or None when the model does not run in float64."""
     try:
-        return _steps(placement.reference_contender(bench.module, config.training, config.grad_in_inference),
+        return _steps(placement.fp64_contender(bench.module, config.training, config.grad_in_inference),
                       inputs, config.seed, steps)
     except Exception:  # noqa: BLE001 - the tolerance alone then decides
         return None
