@@ -80,6 +80,18 @@ def test_a_run_without_rows_expects_nothing_of_it(tmp_path):
     assert judgement.checks == () and not judgement.failed
 
 
+def test_the_checked_in_files_read_and_cover_the_seed_suite_on_the_nightlys_backends():
+    from benchmarks.models import SEED_MODELS
+    from benchmarks.nightly.shard import NIGHTLY_BACKENDS
+
+    found = expected.load()
+    for group, rows in found.rows.items():
+        assert rows and all(e.status for e in rows.values()), group
+    seed = found.rows[("seed", "inference", "fp32")]
+    assert set(seed) == {(m, b) for m in SEED_MODELS for b in NIGHTLY_BACKENDS}
+    assert all(e.graph_breaks is not None for e in seed.values() if e.status == "pass")
+
+
 # --------------------------------------------------------------------------
 # update-expected
 
