@@ -134,6 +134,13 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             return Value(Source.COPY, arg_of_handle[handle])
         return Value(Source.CONST, t)
 
+    # The updated arguments' values first, then the outputs: the order of
+    # torch_xla's bridge. The HLO is built from the results in this order,
+    # which orders its parameters and instructions, and XLA's buffer
+    # assignment follows that order: alexnet's whole step, with the outputs
+    # first, needed 15.6 MB more scratch memory than the same graph compiled
+    # by ``openxla`` (a scalar parameter moved to the front).
+    copy_backs = [(i, value_source(shadows[i])) for i in trace.updated_in_place()]
     leaves, spec = _leaves(trace.out)
     nodes = trace.output_nodes()
     if len(nodes) != len(leaves):
@@ -195,7 +202,6 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             else:
                 first_source[src] = n
         outputs.append(src)
-    copy_backs = [(i, value_source(shadows[i])) for i in trace.updated_in_place()]
     plan = Plan(len(results), outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles),
                 _build_order(outputs))
     return plan, results
