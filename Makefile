@@ -20,7 +20,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # process per model with one cold first call per runner (--repeat 30
 # --cold-start-repeat 1), which keeps it within ten minutes on two cores; the
 # nightly's default (several processes per model, several cold first calls)
-# takes about three times as long (an estimate: docs/methodology.md).
+# takes about five times as long (an estimate: docs/methodology.md).
 BENCH_ARGS ?= --suite seed --performance --use-xla-baseline --randomize-input \
 	--backend=torchxla_trivial,torchxla_trace_once --repeat 30 --cold-start-repeat 1 --overwrite
 # The same experiment on every built-in model (46; about an hour on 2 cores).

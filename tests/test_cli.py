@@ -46,7 +46,7 @@ def test_defaults():
     assert c.backends == cli.DEFAULT_BACKENDS == ("torchxla_trivial", "torchxla_trace_once")
     assert c.models == tuple(BUILTIN)
     assert c.suite == "builtin" and c.device == "cpu" and c.baseline == "eager"
-    assert (c.repeat, c.processes, c.warmup, c.seed, c.timeout) == (8, 4, 3, 0, 900.0)
+    assert (c.repeat, c.processes, c.warmup, c.seed, c.timeout) == (30, 6, 3, 0, 900.0)
     assert c.isolate and not c.resume and c.batch_size is None and c.configs is None
     assert Path(c.output) == Path("results", "performance_inference_cpu.csv")
     assert not Path("results").exists()  # made when the run writes, not while checking flags

@@ -136,7 +136,8 @@ def test_resampled_nights_replay_the_gate_rule_on_the_nights_processes(nights):
 def test_cli_resamples_the_nights_alone(nights, capsys):
     root, _ = nights
     assert power.main(["--judge-only", "--no-real-nights", "--nights", "6", "--root", str(root),
-                       "--slowdowns", "0.2", "--resample", "10", "--resample-processes", "3"]) == 0
+                       "--slowdowns", "0.2", "--resample", "10", "--resample-processes", "3",
+                       "--resample-repeats", "8"]) == 0
     out = capsys.readouterr().out
     assert power.RESAMPLED in out and power.PER_PROCESS not in out and "10 resampled nights of 3 x 8" in out
     # Six nights of four processes: 24 a model, too few to deal four nights of seven.

@@ -21,10 +21,13 @@ DEFAULT_TIMEOUT = 900.0
 DEVICES = {"cpu": "CPU", "tpu": "TPU"}  # --device -> PJRT_DEVICE
 DEFAULT_REPEAT = 30  # --repeat's default with one process (--processes 1, or --max-time)
 # --performance without --repeat: the repeats spread over fresh worker
-# processes (benchmarks.run.processes), the process's own state being the
-# larger part of the noise from run to run (docs/methodology.md).
-DEFAULT_PROCESSES = 4
-DEFAULT_PROCESS_REPEAT = 8
+# processes (benchmarks.run.processes), so the gate's test sees the spread a
+# second run would show.  6 x 30: the fewest that caught a +5% slowdown nine
+# nights in ten on a steady model in the power benchmark's measurements (a
+# repeat costs a second at most, a process more than a minute: repeats are
+# the cheap precision; docs/methodology.md, the gate's rule and its precision).
+DEFAULT_PROCESSES = 6
+DEFAULT_PROCESS_REPEAT = 30
 DEFAULT_COLD_START_REPEAT = 3  # a median that one slow process cannot move
 ADAPTIVE_MAX_REPEAT = 1000  # --max-time without --repeat: time and precision decide
 DEFAULT_MIN_REPEAT = 5

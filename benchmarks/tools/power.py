@@ -53,6 +53,7 @@ from typing import Sequence
 import numpy as np
 from tabulate import tabulate
 
+from benchmarks.cli import flags
 from benchmarks.nightly import gate, history
 from benchmarks.nightly.night import NIGHT_FILE, RESULT
 from benchmarks.results import compare, pairing, store
@@ -85,10 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resample", type=int, default=0, metavar="TRIALS",
                    help="also replay the gate's rule on TRIALS nights resampled from the nights' processes "
                         "(default 0: none)")
-    p.add_argument("--resample-processes", type=int, default=4, metavar="P",
-                   help="processes of each resampled night (default 4)")
-    p.add_argument("--resample-repeats", type=int, default=8, metavar="R",
-                   help="repeats of each resampled process: the median of its first R (default 8)")
+    p.add_argument("--resample-processes", type=int, default=flags.DEFAULT_PROCESSES, metavar="P",
+                   help=f"processes of each resampled night (default {flags.DEFAULT_PROCESSES}, the nightly's)")
+    p.add_argument("--resample-repeats", type=int, default=flags.DEFAULT_PROCESS_REPEAT, metavar="R",
+                   help="repeats of each resampled process: the median of its first R "
+                        f"(default {flags.DEFAULT_PROCESS_REPEAT}, the nightly's)")
     p.add_argument("--real-nights", action=argparse.BooleanOptionalAction, default=True,
                    help="judge the nights themselves (default); --no-real-nights: only the resampled ones")
     p.add_argument("runner_args", nargs="*",
