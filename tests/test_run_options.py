@@ -23,7 +23,7 @@ def _in_tmp(tmp_path, monkeypatch):
 def test_defaults():
     c = config()
     assert c.cold_start and not c.warm_start and c.compile_cache is None
-    assert (c.repeat, c.processes, c.max_time, c.adaptive) == (8, 4, None, False)
+    assert (c.repeat, c.processes, c.max_time, c.adaptive) == (30, 6, None, False)
     assert c.threads is None and c.cpu_affinity == () and not c.compile_step
     assert c.experiment["mode"] == "inference"
 
