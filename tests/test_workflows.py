@@ -405,9 +405,11 @@ def test_nightly_steps_on_two_models(tmp_path):
     place_run(tonight / "performance.csv", root / "2026-01-01" / "performance.csv")
     gate = make("nightly-gate", root, site, **env)
     assert gate.returncode == 0, gate.stderr
-    assert json.loads((tonight / "compare.json").read_text())["verdict"] == "PASS (2 inconclusive)"  # 3 repeats
+    # Five repeats, the plan's minimum: each row is judged (no change against
+    # its own copy), so even the strict gate passes.
+    assert json.loads((tonight / "compare.json").read_text())["verdict"] == "PASS"
     strict = make("nightly-gate", root, site, **env, GATE_ARGS="--fail-on-inconclusive")
-    assert strict.returncode == 2 and "Error 1" in strict.stderr
+    assert strict.returncode == 0, strict.stderr
     assert make("dashboard", root, site, **env).returncode == 0
     page = (site / "index.html").read_text()
     assert "lennard_jones" in page and "squeezenet1_1" in page
