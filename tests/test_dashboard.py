@@ -778,6 +778,7 @@ def _site_mb(index):
     return sum(p.stat().st_size for p in index.parent.rglob("*") if p.is_file() and "nights" not in p.parts) / 1e6
 
 
+@pytest.mark.slow
 def test_a_year_of_history_opens_fast(browser, tmp_path, capsys):
     """365 nights x 40 models x 4 backends, the page built from rows in
     memory (the nights' files are the slow test's business): it opens, with

@@ -60,6 +60,7 @@ def test_commit_is_unknown_outside_a_checkout(tmp_path):
     assert provenance.git_commit(tmp_path) == "unknown"
 
 
+@pytest.mark.slow
 def test_training_resumed_on_an_inference_csv_runs_the_training_rows(tmp_path, fault_models, capsys):
     out = tmp_path / "run.csv"
     args = _fast(tmp_path, "--only", "ok_mlp", "--backend", "eager", "--output", str(out))
@@ -122,6 +123,7 @@ def test_failed_rows_of_a_performance_run_are_not_done_accuracy_experiments(conf
     assert failed(accuracy, bases, "crashed", "killed").rows[0]["accuracy"] == "crashed"
 
 
+@pytest.mark.slow
 def test_compare_of_inference_and_training_runs(tmp_path, fault_models, capsys):
     common = _fast(tmp_path, "--only", "ok_mlp", "--backend", "eager", "--repeat", "6")
     inference, training = tmp_path / "inference.csv", tmp_path / "training.csv"

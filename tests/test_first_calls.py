@@ -385,6 +385,7 @@ def test_compile_step_puts_loss_and_optimizer_in_the_backends_graphs(config, xla
     assert as_written["executes_per_iter"] > 1
 
 
+@pytest.mark.slow
 def test_a_seed_models_step_compiled_whole_runs_one_executable(tmp_path, monkeypatch, xla):
     """On a seed model (its tiny variant, so that it compiles in seconds),
     the row of the step compiled whole says one XLA executable runs per

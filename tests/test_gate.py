@@ -70,6 +70,7 @@ def drifting(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_night_to_night_passes_every_night_of_a_slow_drift(drifting, capsys):
     for date in DATES[1:7]:
         assert _gate(drifting, date, "--baseline-nights", "1", "--no-confirm") == 0, date

@@ -66,6 +66,7 @@ def data_lines(path: Path) -> list[str]:
     return path.read_text().splitlines()[1:]
 
 
+@pytest.mark.slow
 def test_shards_split_the_models(sharded):
     paths, _, _ = sharded
     names = [set(store.read_rows(paths[s])["name"]) for s in ("shard0", "shard1")]
@@ -73,6 +74,7 @@ def test_shards_split_the_models(sharded):
     assert names[0] | names[1] == set(MODELS)
 
 
+@pytest.mark.slow
 def test_merged_csv_is_the_union_of_the_shards(sharded):
     paths, out, err = sharded
     merged = paths["merged"]
@@ -86,6 +88,7 @@ def test_merged_csv_is_the_union_of_the_shards(sharded):
     assert "ok_mlp" in out and "merged 3 row(s)" in err
 
 
+@pytest.mark.slow
 def test_merged_rows_come_in_the_order_of_a_single_run(sharded):
     paths, _, _ = sharded
     merged = store.read_rows(paths["merged"])
@@ -96,6 +99,7 @@ def test_merged_rows_come_in_the_order_of_a_single_run(sharded):
     assert statuses == {"ok_mlp": "pass", "ok_tiny": "pass", "raise_on_load": "model_fail_to_load"}
 
 
+@pytest.mark.slow
 def test_samples_are_merged(sharded):
     paths, _, _ = sharded
     lines = {k: store.samples_path(paths[k]).read_text().splitlines() for k in paths}
@@ -122,6 +126,7 @@ def _form(path: Path) -> dict:
             "failures": failures}
 
 
+@pytest.mark.slow
 def test_report_has_the_form_of_a_single_runs(sharded):
     paths, _, _ = sharded
     merged, single = (_form(store.markdown_path(paths[k])) for k in ("merged", "shard0"))

@@ -56,7 +56,17 @@ def _finite(out) -> bool:
     return bool(floats) and all(torch.isfinite(t).all() for t in floats)
 
 
-@pytest.mark.parametrize("name", ALL)
+def _one_per_family() -> list:
+    """Every model, the seed models and the first of each other family run by
+    ``make test``, the rest marked slow (``make test-all``)."""
+    quick = set(SEED_MODELS)
+    for name in ALL:
+        if MODELS[name].family not in {MODELS[q].family for q in quick}:
+            quick.add(name)
+    return [pytest.param(name, marks=() if name in quick else pytest.mark.slow) for name in ALL]
+
+
+@pytest.mark.parametrize("name", _one_per_family())
 def test_tiny_variant_builds_and_runs(name):
     bench = suite.load(name, 2, seed=0, profile="tiny")
     assert not bench.module.training and bench.batch_size == 2

@@ -272,6 +272,7 @@ def _edited_run(source: Path, dest: Path, keep=lambda row: True, failing: str = 
     return dest
 
 
+@pytest.mark.slow
 def test_an_ad_hoc_dispatch_is_never_the_next_nights_baseline(tmp_path, origin):
     """Scheduled night 1 (run by the workflow); an ad-hoc dispatch (one model) on night 2;
     scheduled night 3 with resnet18 newly failing: night 3 is judged against
@@ -454,6 +455,7 @@ def test_a_cancelled_job_runs_only_its_always_steps(tmp_path, origin):
         "always": "success", "on cancel": "success"}
 
 
+@pytest.mark.slow
 def test_a_second_red_night_comments_on_the_open_issue(tmp_path, origin):
     """A red dispatched night opens an issue; the scheduled night after it,
     red too (resnet18 newly failing), comments on that issue instead of

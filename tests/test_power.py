@@ -59,6 +59,7 @@ def test_a_slowed_night_scales_only_the_backend(tmp_path, nights):
     assert rows["speedup"].tolist() == pytest.approx([1.25 / 1.1] * 2)
 
 
+@pytest.mark.slow
 def test_power_counts_false_alarms_and_catches_by_size_and_model(nights):
     root, dates = nights
     tally = power.measure_power(root, dates, (0.03, 0.08, 0.2))

@@ -203,6 +203,7 @@ def test_arguments_that_alias_each_other(xla, alias):
         torch.testing.assert_close(b.cpu(), b_cpu)
 
 
+@pytest.mark.slow
 def test_eviction_does_not_change_seeded_random_numbers():
     """Four graphs alternated through a cache with room for two: every call
     re-compiles, and a seeded random graph still draws lazy XLA's numbers."""
