@@ -58,7 +58,7 @@ The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
 **Damaged and empty files.** A run's file cut mid-line (a shard killed
 mid-write: ``store.cuts``) is named in one line with what it lost; a pair
 whose OLD row was the one lost is ``inconclusive``, not ``added``, and the
-verdict says the file is damaged (never a plain PASS). An OLD side with no
+verdict says the file is damaged (INCONCLUSIVE, never a PASS). An OLD side with no
 rows at all (a header-only file) leaves nothing to judge against: the gate
 fails.
 
@@ -776,8 +776,8 @@ def _units_rule(comparison: Comparison) -> str:
 
 def verdict(comparison: Comparison) -> str:
     """``"PASS"``, ``"PASS (2 inconclusive)"`` or ``"FAIL (1 slower, 2 removed)"``;
-    never a plain PASS against a damaged OLD file, never a pass against an
-    empty one."""
+    never a PASS against a damaged OLD file (what it lost was not judged:
+    ``INCONCLUSIVE (..., OLD damaged)``), never a pass against an empty one."""
     failing = [f"{n} {m}" for m, n in failing_counts(comparison).items()]
     if comparison.old_empty:
         failing.append("OLD has no rows to judge against")
@@ -788,6 +788,8 @@ def verdict(comparison: Comparison) -> str:
         return f"INCONCLUSIVE ({'; '.join(['no experiment in both runs with the same settings', *damaged])})"
     inconclusive = comparison.counts().get(INCONCLUSIVE)
     qualifiers = ([f"{inconclusive} inconclusive"] if inconclusive else []) + damaged
+    if damaged:
+        return f"INCONCLUSIVE ({', '.join(qualifiers)})"
     return f"PASS ({', '.join(qualifiers)})" if qualifiers else "PASS"
 
 
