@@ -17,6 +17,7 @@ os.environ.setdefault("PJRT_DEVICE", "CPU")
 import torch_xla  # noqa: E402,F401
 
 import copy  # noqa: E402
+import shutil  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -246,6 +247,15 @@ def same():
 def identities():
     """``identity_pattern(outputs, inputs)``."""
     return identity_pattern
+
+
+def copy_fixture_run(folder: Path, to: Path) -> Path:
+    """A fixture run of an older schema version (``folder``: its ``run.csv``
+    with the samples and graph breaks beside it) copied into ``to``; the
+    copy's CSV path."""
+    for name in ("run.csv", "run.jsonl", "run_graph_breaks.csv"):
+        shutil.copy(folder / name, to / name)
+    return to / "run.csv"
 
 
 def write_earlier_run(csv_path: Path) -> dict[Path, bytes]:

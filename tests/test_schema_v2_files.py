@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.results import compare, merge, report, store
+from conftest import copy_fixture_run
 
 V2 = Path(__file__).parent / "fixtures" / "v2"
 NEW_IN_V3 = ("compilation_kind", "first_call_cache_hits", "warm_start_latency", "repeats_used",
@@ -16,9 +17,7 @@ NEW_IN_V3 = ("compilation_kind", "first_call_cache_hits", "warm_start_latency", 
 
 @pytest.fixture
 def v2_run(tmp_path):
-    for name in ("run.csv", "run.jsonl", "run_graph_breaks.csv"):
-        shutil.copy(V2 / name, tmp_path / name)
-    return tmp_path / "run.csv"
+    return copy_fixture_run(V2, tmp_path)
 
 
 def test_the_fixture_is_version_2():

@@ -8,15 +8,14 @@ from pathlib import Path
 import pytest
 
 from benchmarks.results import compare, merge, store
+from conftest import copy_fixture_run
 
 V4 = Path(__file__).parent / "fixtures" / "v4"
 
 
 @pytest.fixture
 def v4_run(tmp_path):
-    for name in ("run.csv", "run.jsonl", "run_graph_breaks.csv"):
-        shutil.copy(V4 / name, tmp_path / name)
-    return tmp_path / "run.csv"
+    return copy_fixture_run(V4, tmp_path)
 
 
 def test_the_fixture_is_version_4():

@@ -11,6 +11,7 @@ import pytest
 from benchmarks import cli
 from benchmarks.results import compare, pairing, store
 from benchmarks.run import orchestrate
+from conftest import copy_fixture_run
 
 V8 = Path(__file__).parent / "fixtures" / "v8"
 FLAGS = ["--performance", "--suite", "torchbench", "-k", "^ok_mlp$", "--backend", "torchxla_trace_once,eager",
@@ -20,9 +21,7 @@ FLAGS = ["--performance", "--suite", "torchbench", "-k", "^ok_mlp$", "--backend"
 
 @pytest.fixture
 def v8_run(tmp_path):
-    for name in ("run.csv", "run.jsonl", "run_graph_breaks.csv"):
-        shutil.copy(V8 / name, tmp_path / name)
-    return tmp_path / "run.csv"
+    return copy_fixture_run(V8, tmp_path)
 
 
 def test_the_fixture_is_version_8():
