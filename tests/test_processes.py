@@ -220,6 +220,25 @@ def test_each_tested_row_says_the_smallest_slowdown_it_could_catch(tmp_path):
     assert '"detectable"' in compare.render_json(comparison)
 
 
+def test_the_summary_line_names_the_floor_the_rows_were_judged_at(tmp_path):
+    """Per-process rows flag from half the threshold: the summary line says
+    2.5%, as their cells do, not the 5% per-repeat rows keep."""
+    rng = np.random.default_rng(11)
+    old = _write(tmp_path / "old.csv", _processes(rng, 12, 8, 1.0, between=0.002))
+    new = _write(tmp_path / "new.csv", _processes(rng, 4, 8, 1.0, between=0.002))
+    comparison = compare.compare(old, new)
+    (row,) = comparison.rows
+    assert row.unit == compare.UNIT_PROCESS and row.detectable == pytest.approx(0.025)
+    line = compare.sensitivity(comparison)
+    assert line.startswith("smallest slowdown detectable: 2.5% (") and "on 1 of 1 tested rows" in line
+    assert "5.0%" not in line and "no better than" not in line
+    old = _write(tmp_path / "old1.csv", _processes(rng, 1, 16, 1.0, between=0.002))
+    new = _write(tmp_path / "new1.csv", _processes(rng, 1, 16, 1.0, between=0.002))
+    per_repeat = compare.compare(old, new)
+    assert per_repeat.rows[0].unit == compare.UNIT_REPEAT
+    assert compare.sensitivity(per_repeat).startswith("smallest slowdown detectable: 5.0% (the threshold)")
+
+
 def test_detectable_is_the_interval_below_the_estimate_and_at_least_the_threshold():
     assert compare.detectable(0.01, -0.11, 0.05) == pytest.approx(0.12)
     assert compare.detectable(0.0, -0.01, 0.05) == 0.05

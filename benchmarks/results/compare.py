@@ -719,16 +719,21 @@ def summary(comparison: Comparison) -> str:
 
 
 def sensitivity(comparison: Comparison) -> str:
-    """``"smallest slowdown detectable: 5.0% on 3 of 4 tested rows; more on
-    resnet18/x 12.0%"``: how sure the "no change" rows are; ``""`` when no
-    row was tested."""
+    """``"smallest slowdown detectable: 2.5% (0.5 of the threshold, per
+    process) on 3 of 4 tested rows; no better than: resnet18/x 12.0%"``: how
+    sure the "no change" rows are; ``""`` when no row was tested.  A row is
+    at the floor when it could catch the smallest change its units flag
+    (``flag_at``)."""
     tested = [row for row in comparison.rows if store.is_finite(row.detectable)]
     if not tested:
         return ""
-    floor = [row for row in tested if row.detectable <= comparison.threshold + 1e-12]
+    floor = [row for row in tested if row.detectable <= flag_at(comparison.threshold, row.unit) + 1e-12]
     worse = sorted((row for row in tested if row not in floor), key=lambda row: -row.detectable)
-    text = (f"smallest slowdown detectable: {comparison.threshold:.1%} (the threshold) on "
-            f"{len(floor)} of {len(tested)} tested rows")
+    floors = sorted({flag_at(comparison.threshold, row.unit) for row in floor or tested})
+    named = [f"{value:.1%} (" + ("the threshold" if value >= comparison.threshold else
+                                 f"{PROCESS_FLAG_FRACTION:g} of the threshold, per process") + ")"
+             for value in floors]
+    text = f"smallest slowdown detectable: {' or '.join(named)} on {len(floor)} of {len(tested)} tested rows"
     if worse:
         shown = ", ".join(f"{row.name}/{row.backend} {row.detectable:.1%}" for row in worse[:8])
         more = f" and {len(worse) - 8} more" if len(worse) > 8 else ""
