@@ -267,6 +267,10 @@ def test_a_first_call_regression_the_rerun_does_not_find_passes(tmp_path):
     by_policy = {p["policy"]: p for p in verdict["policies"]}
     assert by_policy["first_call"]["verdict"] == "PASS" and by_policy["first_call"]["regressed"] == []
     assert "1 unconfirmed" in by_policy["first_call"]["detail"]
+    # Before its re-run the night failed (first_call, host_memory): what the
+    # power benchmark counts as the gate's false alarm before the re-run.
+    assert verdict["exit_code"] == 0 and verdict["exit_code_before"] == 1
+    assert by_policy["first_call"]["exit_code_before"] == 1 and by_policy["speedup"]["exit_code_before"] == 0
 
 
 def test_without_a_rerun_a_first_call_regression_fails_the_night(tmp_path):

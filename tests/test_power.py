@@ -59,6 +59,25 @@ def test_a_slowed_night_scales_only_the_backend(tmp_path, nights):
     assert rows["speedup"].tolist() == pytest.approx([1.25 / 1.1] * 2)
 
 
+def test_a_night_any_policy_failed_before_its_rerun_is_a_false_alarm_before_it(tmp_path, nights):
+    """A first-call (or memory) row slower tonight and not in its re-run:
+    the night passed, but only thanks to the re-run."""
+    import shutil
+
+    root, dates = nights
+    shutil.copytree(root, tmp_path / "nights")
+    root = tmp_path / "nights"
+    stored = root / dates[3] / "compare.json"
+    verdict = json.loads(stored.read_text())
+    assert verdict["exit_code"] == verdict["exit_code_before"] == 0
+    verdict["exit_code_before"] = 1  # what the gate writes when first_call's re-run settled it
+    stored.write_text(json.dumps(verdict))
+    tally = power.Tally()
+    power.false_alarms(root, dates, 7, gate.Policy(), tally)
+    assert (tally.alarms[power.BEFORE], tally.judged[power.BEFORE]) == (1, 5)
+    assert (tally.alarms[power.AFTER], tally.judged[power.AFTER]) == (0, 5)
+
+
 @pytest.mark.slow
 def test_power_counts_false_alarms_and_catches_by_size_and_model(nights):
     root, dates = nights

@@ -305,6 +305,8 @@ def run(root: Path, date: str, policy: Policy, *, window: int = history.DEFAULT_
     document = json.loads(compare.render_json(comparison))
     document.update(verdict=verdict, exit_code=code, policies=policies.to_json(found),
                     expected=judgement.to_json())
+    # The night's exit status had nothing been re-run: every policy's.
+    document["exit_code_before"] = max([code, *(p["exit_code_before"] for p in document["policies"])])
     markdown = (compare.render_markdown(comparison) + "\n## Policies\n\n" + policies.render(found, markdown=True)
                 + "\n" + judgement.markdown())
     if verdict != compare.verdict(comparison):

@@ -364,10 +364,19 @@ def _row_json(row) -> dict:
             "low": 1 + row.change_low, "high": 1 + row.change_high, "note": row.note}
 
 
+def exit_code_before(verdict: Verdict) -> int:
+    """1 when the policy failed, or would have without its confirmation
+    re-run (rows slower before the re-run made them ``unconfirmed``)."""
+    confirmation = getattr(verdict.comparison, "confirmation", None)
+    before = confirmation.exit_code_before if confirmation is not None else 0
+    return max(int(verdict.failed), before)
+
+
 def to_json(found: Sequence[Verdict]) -> list[dict]:
     """The verdicts as plain data (nan stays nan: ``store.plain`` makes it null)."""
     return [{"policy": v.policy.name, "verdict": v.line().split(": ")[1], "threshold": v.policy.threshold,
              "ratio": v.ratio, "low": v.low, "high": v.high, "detail": v.detail,
+             "exit_code_before": exit_code_before(v),
              "regressed": [_row_json(r) for r in v.regressed]} for v in found]
 
 
