@@ -62,6 +62,12 @@ NOT_RUN = {
     "make bench-power POWER_NIGHTS=20":
         "twenty nights of real measurements on a quiet machine (hours); tests/test_power.py checks "
         "the tool on synthetic nights",
+    "python -m benchmarks.tools.power --nights 20 --root results/power --resample 1000":
+        "twenty nights of real measurements on a quiet machine (hours); tests/test_power.py checks "
+        "the tool on synthetic nights",
+    "python -m benchmarks.tools.power --judge-only --nights 6 --root results/power --resample 1000":
+        "judges nights measured beforehand under results/power; tests/test_power.py judges and "
+        "resamples synthetic nights through the same CLI",
     "deploy/slurm/submit.sh --shards 4":
         "needs a Slurm cluster; tests/test_slurm.py runs it on a fake sbatch",
     "deploy/slurm/submit.sh --date 2026-01-02 --array 2":
