@@ -481,11 +481,23 @@ def _site_packages(venv: Path) -> Path:
     return venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
 
 
+def _default_signals() -> None:
+    """A runner starts a step with every signal at its default; a test run
+    from a background shell would hand down SIGINT ignored, and the step
+    would run on through the interrupt."""
+    for signum in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _stopped(command: list[str], cwd: Path, env: dict) -> str:
-    """The step, stopped as GitHub stops a cancelled job's step: SIGINT,
-    then SIGKILL if it is still running 7.5 s later."""
+    """The step, stopped as a cancelled job's step: SIGINT, then SIGKILL if
+    it is still running 7.5 s later.  GitHub sends its SIGINT (and SIGTERM
+    7.5 s later) to the step's shell alone and kills the process tree 2.5 s
+    after that; here every process of the step gets the SIGINT at once.  A
+    step with more than those 10 s left ends unfinished either way, which is
+    what the rehearsal checks; one closer to its end may finish on GitHub."""
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_default_signals)
     time.sleep(0.5)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGINT)

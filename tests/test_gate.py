@@ -252,6 +252,24 @@ def test_a_rerun_that_cannot_run_leaves_the_row_slower(tmp_path):
     assert "does not record the runner's settings" in _verdict(root, DATES[3])["confirmation"]["note"]
 
 
+@pytest.mark.parametrize("status, said", [(130, "interrupted (Ctrl-C)"), (143, "interrupted (SIGTERM)")])
+def test_a_rerun_stopped_by_a_signal_stops_the_gate_without_a_verdict(tmp_path, monkeypatch, capsys, status, said):
+    """GitHub cancels a job that outlives its time with SIGINT (SIGTERM for
+    Slurm's limit) to every process of the step: the re-run stops and
+    returns 130 or 143, and the gate must stop too, not judge the night on
+    a re-run that never finished.  No verdict is written; the step's status
+    says it was interrupted."""
+    from benchmarks import cli
+
+    root, calls = _regressed(tmp_path), []
+    monkeypatch.setattr(cli, "run_benchmarks", lambda flags, backends, **job: calls.append(job["only"]) or status)
+    assert _gate(root, DATES[3]) == status
+    assert calls == [["m1"]]  # nothing re-measured after the interrupted model
+    assert not (root / DATES[3] / "compare.json").exists() and not (root / DATES[3] / "compare.md").exists()
+    err = capsys.readouterr().err
+    assert f"python -m benchmarks.nightly gate: {said}" in err and "Traceback" not in err
+
+
 def _timed_out(tmp_path):
     """Three steady nights, then one where m1 on DRIFT timed out."""
     root = _regressed(tmp_path)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from benchmarks.nightly.night import date_arg
+from benchmarks.run import signals
 from benchmarks.usage import Parser, guarded
 
 PROG = "python -m benchmarks.nightly"
@@ -48,4 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p, module = parser(step)
         return getattr(module, STEPS[step][1])(p.parse_args(rest))
 
-    return guarded(f"{PROG}{' ' + step if step else ''}", body)
+    prog = f"{PROG}{' ' + step if step else ''}"
+    try:  # SIGTERM (a runner's or Slurm's time limit) stops a step as Ctrl-C does
+        with signals.stop_on_signals():
+            return guarded(prog, body)
+    except KeyboardInterrupt as stop:
+        print(f"{prog}: {signals.describe(stop)}: the step did not finish", file=sys.stderr)
+        return signals.exit_status(stop)

@@ -57,6 +57,14 @@ def exit_status(stop: KeyboardInterrupt) -> int:
     return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
 
 
+def reraise(status: int) -> None:
+    """Raise the stop an exit status reports (130: Ctrl-C, 143: SIGTERM):
+    the signal that stopped a run called in-process stops its caller too;
+    any other status, nothing."""
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        raise Terminated() if status == EXIT_TERMINATED else KeyboardInterrupt()
+
+
 def describe(stop: BaseException) -> str:
     """``"interrupted (SIGTERM)"``: what stopped a run, in a few words."""
     if isinstance(stop, Terminated):
