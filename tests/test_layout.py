@@ -57,13 +57,16 @@ def import_graph() -> nx.DiGraph:
 # is below them all: the dashboard reads nights through it.
 GROUPS = {
     "benchmarks.usage": set(),
+    "benchmarks.run.signals": set(),  # the standard library only: how Ctrl-C and SIGTERM stop any step
     "benchmarks.models": set(),
     "benchmarks.nightly.night": set(),
     "benchmarks.results": {"benchmarks.usage", "benchmarks.nightly.night"},
-    "benchmarks.run": {"benchmarks.results", "benchmarks.models", "benchmarks.usage"},
-    "benchmarks.cli": {"benchmarks.run", "benchmarks.results", "benchmarks.usage"},
-    "benchmarks.nightly": {"benchmarks.nightly.night", "benchmarks.cli", "benchmarks.results", "benchmarks.usage"},
-    "benchmarks.tools": {"benchmarks.nightly", "benchmarks.nightly.night", "benchmarks.cli", "benchmarks.run", "benchmarks.results",
+    "benchmarks.run": {"benchmarks.results", "benchmarks.models", "benchmarks.usage", "benchmarks.run.signals"},
+    "benchmarks.cli": {"benchmarks.run", "benchmarks.run.signals", "benchmarks.results", "benchmarks.usage"},
+    "benchmarks.nightly": {"benchmarks.nightly.night", "benchmarks.cli", "benchmarks.results", "benchmarks.usage",
+                           "benchmarks.run.signals"},
+    "benchmarks.tools": {"benchmarks.nightly", "benchmarks.nightly.night", "benchmarks.cli", "benchmarks.run",
+                         "benchmarks.run.signals", "benchmarks.results",
                          "benchmarks.models", "benchmarks.usage"},
 }
 
