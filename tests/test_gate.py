@@ -254,11 +254,11 @@ def test_a_rerun_that_cannot_run_leaves_the_row_slower(tmp_path):
 
 @pytest.mark.parametrize("status, said", [(130, "interrupted (Ctrl-C)"), (143, "interrupted (SIGTERM)")])
 def test_a_rerun_stopped_by_a_signal_stops_the_gate_without_a_verdict(tmp_path, monkeypatch, capsys, status, said):
-    """GitHub cancels a job that outlives its time with SIGINT (SIGTERM for
-    Slurm's limit) to every process of the step: the re-run stops and
-    returns 130 or 143, and the gate must stop too, not judge the night on
-    a re-run that never finished.  No verdict is written; the step's status
-    says it was interrupted."""
+    """Ctrl-C in a terminal, or Slurm's SIGTERM at its time limit, reaches
+    every process of the step: the re-run stops and returns 130 or 143, and
+    the gate must stop too, not judge the night on a re-run that never
+    finished.  No verdict is written; the step's status says it was
+    interrupted."""
     from benchmarks import cli
 
     root, calls = _regressed(tmp_path), []

@@ -17,7 +17,6 @@ line on stderr with exit code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -46,12 +45,8 @@ def main(argv: list[str]) -> int:
 def _run(make_args) -> int:
     """A run, with SIGTERM (a CI runner's or Slurm's time limit) handled as
     Ctrl-C: the run says what it kept (``run_command``), the status is 143."""
-    try:
-        with signals.stop_on_signals():
-            return guarded(PROG, lambda: run_command(make_args()))
-    except KeyboardInterrupt as stop:  # before any model ran
-        print(f"{PROG}: {signals.describe(stop)} before any model ran", file=sys.stderr)
-        return signals.exit_status(stop)
+    return signals.stoppable(PROG, lambda: guarded(PROG, lambda: run_command(make_args())),
+                             " before any model ran")
 
 
 def _job(flags: Sequence[str], backends: Sequence[str], *, output: Path | None = None,

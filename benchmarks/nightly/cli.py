@@ -50,9 +50,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return getattr(module, STEPS[step][1])(p.parse_args(rest))
 
     prog = f"{PROG}{' ' + step if step else ''}"
-    try:  # SIGTERM (a runner's or Slurm's time limit) stops a step as Ctrl-C does
-        with signals.stop_on_signals():
-            return guarded(prog, body)
-    except KeyboardInterrupt as stop:
-        print(f"{prog}: {signals.describe(stop)}: the step did not finish", file=sys.stderr)
-        return signals.exit_status(stop)
+    # SIGTERM (Slurm's time limit) stops a step as Ctrl-C does
+    return signals.stoppable(prog, lambda: guarded(prog, body), ": the step did not finish")

@@ -16,8 +16,8 @@ does the work:
    measured again in this job with the night's runner settings
    (``remeasure``, once for all of them) and compared with the same
    baseline; a row stays slower (failing) only if the re-run agrees
-   (``compare.confirm``); a re-run stopped by SIGINT or SIGTERM (the job
-   cancelled at its time limit) stops the gate with no verdict;
+   (``compare.confirm``); a re-run stopped by SIGINT or SIGTERM (Ctrl-C,
+   Slurm's time limit) stops the gate with no verdict;
 5. ``compare.md``, ``compare.json`` (with every policy's verdict) and
    ``compare.png`` beside the night, the markdown also appended to
    ``$GITHUB_STEP_SUMMARY`` when set.  The night fails when compare's gate
@@ -346,7 +346,7 @@ def remeasure(night: Night, keys: Sequence, out: Path, *, models: int = CONFIRM_
         print(f"nightly gate: measuring {model} ({', '.join(backends)}) again", file=sys.stderr)
         code = cli.run_benchmarks(night.runner.get("flags", []), backends, only=[model], output=out,
                                   overwrite=index == 0, resume=index > 0)
-        signals.reraise(code)  # the job was cancelled: no verdict on a re-run cut short
+        signals.reraise(code)  # interrupted: no verdict on a re-run cut short
         if code != 0:
             return f"the re-run of {model} exited with status {code}"
     return ""

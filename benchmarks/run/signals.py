@@ -19,7 +19,9 @@ slow imports.
 from __future__ import annotations
 
 import signal
+import sys
 from contextlib import contextmanager
+from typing import Callable
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -112,3 +114,15 @@ def stop_on_signals():
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
+
+
+def stoppable(prog: str, body: Callable[[], int], unfinished: str) -> int:
+    """``body()``'s exit status, run within ``stop_on_signals``; a stop that
+    reaches here becomes one line (``prog: interrupted (SIGTERM) ...``,
+    ending with ``unfinished``) and 130 or 143, not a traceback."""
+    try:
+        with stop_on_signals():
+            return body()
+    except KeyboardInterrupt as stop:
+        print(f"{prog}: {describe(stop)}{unfinished}", file=sys.stderr)
+        return exit_status(stop)
