@@ -1,6 +1,8 @@
 """benchmarks.tools.power on nights written here with known effects: no
 measurement, the real gate (benchmarks.results.gate) judging them."""
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,6 +78,56 @@ def test_a_night_any_policy_failed_before_its_rerun_is_a_false_alarm_before_it(t
     power.false_alarms(root, dates, 7, gate.Policy(), tally)
     assert (tally.alarms[power.BEFORE], tally.judged[power.BEFORE]) == (1, 5)
     assert (tally.alarms[power.AFTER], tally.judged[power.AFTER]) == (0, 5)
+
+
+def test_a_verdict_stored_without_its_before_code_is_judged_again_without_the_rerun(tmp_path, nights):
+    """Verdicts written before ``exit_code_before`` was stored: the night is
+    judged again with nothing re-run, every policy, against its baseline."""
+    import shutil
+
+    root, dates = nights
+    shutil.copytree(root, tmp_path / "nights")
+    root = tmp_path / "nights"
+    slowed = power.slowed_night(root / dates[3], tmp_path / "slowed", 1.3)
+    for path in (RESULT, store.samples_path(Path(RESULT)).name):
+        shutil.copy(slowed / path, root / dates[3] / path)
+    stored = root / dates[3] / "compare.json"
+    verdict = json.loads(stored.read_text())
+    assert gate.exit_code_before(root, dates[3], verdict) == 0  # as stored
+    del verdict["exit_code_before"]  # as the gate wrote it before it stored that
+    assert gate.exit_code_before(root, dates[3], verdict) == 1  # the slower rows, no re-run to settle them
+    stored.write_text(json.dumps(verdict))
+    tally = power.Tally()
+    power.false_alarms(root, dates, 7, gate.Policy(), tally)
+    assert (tally.alarms[power.BEFORE], tally.alarms[power.AFTER]) == (1, 0)
+
+
+def test_excluded_nights_are_not_judged_but_stay_in_the_baselines(tmp_path, nights):
+    root, dates = nights
+    everything, without = power.Tally(), power.Tally()
+    power.false_alarms(root, dates, 7, gate.Policy(), everything)
+    power.false_alarms(root, dates, 7, gate.Policy(), without, exclude={dates[2]})
+    assert everything.judged[power.PER_PROCESS] == 5 and without.judged[power.PER_PROCESS] == 4
+    # Two nights: (1, 2) and (2, 3) are not paired without night 2.
+    assert everything.judged[power.TWO_NIGHTS] == 4 and without.judged[power.TWO_NIGHTS] == 2
+    # Night 3 is judged against a baseline that still pools night 2.
+    assert [len(b.runs) for d, b in power.judged_nights(root, dates, 7, {dates[2]}) if d == dates[3]] == [3]
+    caught = power.Tally()
+    with tempfile.TemporaryDirectory() as scratch:
+        power.detections(root, dates, 7, gate.Policy(), (0.2,), caught, Path(scratch), exclude={dates[2]})
+    assert caught.caught[(power.BEFORE, 0.2)][1] == 8  # 4 nights x 2 rows
+    assert caught.caught[(power.AFTER, 0.2)][1] == 6  # the last has no later night
+    assert caught.caught[(power.TWO_NIGHTS, 0.2)][1] == 4
+
+
+def test_cli_names_the_excluded_nights(nights, capsys):
+    root, dates = nights
+    assert power.main(["--judge-only", "--nights", "6", "--root", str(root), "--slowdowns", "0.2",
+                       "--exclude", dates[2]]) == 0
+    assert f"6 identical night(s) under {root}; not judged (--exclude): {dates[2]}" in capsys.readouterr().out
+    assert power.main(["--judge-only", "--nights", "6", "--root", str(root), "--exclude", "2000-02-30"]) == 2
+    err = capsys.readouterr().err
+    assert "--exclude 2000-02-30: no such night under" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.slow

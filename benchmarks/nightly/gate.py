@@ -216,6 +216,20 @@ def night_verdict(comparison: compare.Comparison, found: Sequence[policies.Verdi
     return verdict, code
 
 
+def exit_code_before(root: Path, date: str, stored: dict, policy: Policy | None = None,
+                     window: int | None = None) -> int:
+    """Night ``date``'s exit status before its re-run, from its stored
+    verdict ``stored``: as the gate recorded it, or, for a verdict written
+    before that was recorded, the night judged again from its files against
+    the same baseline with nothing re-run (every policy, first calls and
+    memory too, as the gate saw it before re-running)."""
+    if "exit_code_before" in stored:
+        return stored["exit_code_before"]
+    baseline = history.choose_baseline(root, date, window or history.DEFAULT_NIGHTS)
+    comparison, found, _ = judge_all(root, date, baseline, policy or Policy(), remeasure=None)
+    return night_verdict(comparison, found)[1]
+
+
 # --------------------------------------------------------------------------
 # No baseline
 

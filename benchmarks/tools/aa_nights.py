@@ -34,6 +34,7 @@ from typing import Sequence
 from tabulate import tabulate
 
 from benchmarks import nightly
+from benchmarks.nightly import gate
 from benchmarks.nightly.night import RESULT, VERDICT_FILE
 from benchmarks.results import compare, stats
 from benchmarks.usage import Parser, UsageError, guarded
@@ -92,7 +93,7 @@ def tally(root: Path, nights: Sequence[str]) -> tuple[list[list[str]], dict[str,
         judged += 1
         old = compare.compare(root / previous / RESULT, root / date / RESULT)
         confirmation = verdict.get("confirmation") or {}
-        before = confirmation.get("exit_code_before", verdict["exit_code"])
+        before = gate.exit_code_before(root, date, verdict)
         codes = {"night-to-night": compare.exit_code(old), "before re-run": before,
                  "after re-run": verdict["exit_code"]}
         for gate, code in codes.items():

@@ -1,7 +1,7 @@
 """The gate's power: how often it cries wolf on identical nights, and how
 often it catches a slowdown of a known size.
 
-    python -m benchmarks.tools.power --nights 20 --root results/power [--resume] [--resample TRIALS] [-- RUNNER FLAGS]
+    python -m benchmarks.tools.power --nights 20 --root results/power [--resume] [--resample TRIALS] [--exclude DATES] [-- RUNNER FLAGS]
 
 1. **Identical nights** through the real nightly (``benchmarks.tools.aa_nights``:
    the runner with the nightly's settings, then the gate against its pooled
@@ -32,6 +32,12 @@ more trials than nights, at any number of processes (``--resample-processes``)
 and of repeats up to those measured (``--resample-repeats``), so the
 precision a rule needs can be read off nights already run.
 
+``--exclude DATES`` judges the nights but those: nights measured while the
+machine was not quiet, which a reader is told about where the result is
+quoted.  They stay in the pooled baselines of the nights after them (the
+gate had them there), out of the two-night pairs, the re-run stand-ins and
+the resampled processes.
+
 Printed: the false alarms of each mode, the slowdowns caught per mode and
 size, and per model and size for the gate, and the wall time.  Exit status:
 0 when the nights ran (whatever the counts), 1 when a night's runner failed,
@@ -48,7 +54,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 from tabulate import tabulate
@@ -91,6 +97,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resample-repeats", type=int, default=flags.DEFAULT_PROCESS_REPEAT, metavar="R",
                    help="repeats of each resampled process: the median of its first R "
                         f"(default {flags.DEFAULT_PROCESS_REPEAT}, the nightly's)")
+    p.add_argument("--exclude", default="", metavar="DATES",
+                   help="comma-separated nights not to judge (say why where the result is quoted: a machine "
+                        "that was not quiet); they stay in the baselines of the nights after them, as the gate "
+                        "had them, and out of the resampled processes")
     p.add_argument("--real-nights", action=argparse.BooleanOptionalAction, default=True,
                    help="judge the nights themselves (default); --no-real-nights: only the resampled ones")
     p.add_argument("runner_args", nargs="*",
@@ -160,20 +170,24 @@ def _slower(comparison) -> dict:
             if row.mark in compare.MEASURED_MARKS}
 
 
-def judged_nights(root: Path, dates: Sequence[str], window: int):
-    """(date, baseline) of each night with a baseline, oldest first."""
+def judged_nights(root: Path, dates: Sequence[str], window: int, exclude: Collection[str] = ()):
+    """(date, baseline) of each night with a baseline, oldest first, but
+    those in ``exclude``."""
     found = []
     for date in dates:
+        if date in exclude:
+            continue
         baseline = history.choose_baseline(root, date, window)
         if baseline.runs:
             found.append((date, baseline))
     return found
 
 
-def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: Tally) -> None:
-    """Each mode's verdict on each identical night."""
+def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: Tally,
+                 exclude: Collection[str] = ()) -> None:
+    """Each mode's verdict on each identical night but those in ``exclude``."""
     kwargs = {k: v for k, v in policy.kwargs().items() if k != "units"}
-    nights = judged_nights(root, dates, window)
+    nights = judged_nights(root, dates, window, exclude)
     for date, baseline in nights:
         night = root / date / RESULT
         previous = history.choose_baseline(root, date, 1)
@@ -183,13 +197,9 @@ def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: T
             tally.alarm(mode, compare.exit_code(compare.compare(baseline.runs, night, **kwargs, units=unit)))
         verdict = _stored_verdict(root / date)
         if verdict is not None:
-            confirmation = verdict.get("confirmation") or {}
-            # Every policy's verdict before its re-run (first call and memory
-            # re-run too); files from before that was stored: the speedup's.
-            tally.alarm(BEFORE, verdict.get("exit_code_before",
-                                            confirmation.get("exit_code_before", verdict["exit_code"])))
+            tally.alarm(BEFORE, gate.exit_code_before(root, date, verdict, policy, window))
             tally.alarm(AFTER, verdict["exit_code"])
-        two = _two_nights_baseline(root, dates, date, window)
+        two = _two_nights_baseline(root, dates, date, window, exclude)
         if two is not None:
             tally.alarm(TWO_NIGHTS, compare.exit_code(compare.compare(two[0], two[1], **policy.kwargs())))
 
@@ -202,11 +212,13 @@ def _stored_verdict(folder: Path) -> dict | None:
     return verdict if verdict.get("baseline") is not None else None
 
 
-def _two_nights_baseline(root: Path, dates: Sequence[str], date: str, window: int):
+def _two_nights_baseline(root: Path, dates: Sequence[str], date: str, window: int,
+                         exclude: Collection[str] = ()):
     """(baseline runs, [last night, tonight]) for judging two nights
-    together, or None when there is no night before last with a baseline."""
+    together, or None when there is no night before last with a baseline
+    (or last night is in ``exclude``)."""
     index = list(dates).index(date)
-    if index < 1:
+    if index < 1 or dates[index - 1] in exclude:
         return None
     last = dates[index - 1]
     baseline = history.choose_baseline(root, last, window)
@@ -216,10 +228,12 @@ def _two_nights_baseline(root: Path, dates: Sequence[str], date: str, window: in
 
 
 def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns: Sequence[float],
-               tally: Tally, scratch: Path) -> None:
-    """Each judged night slowed by each of ``slowdowns``, judged in each mode."""
+               tally: Tally, scratch: Path, exclude: Collection[str] = ()) -> None:
+    """Each judged night (but those in ``exclude``) slowed by each of
+    ``slowdowns``, judged in each mode; the re-run's stand-in is the next
+    night not excluded."""
     kwargs = {k: v for k, v in policy.kwargs().items() if k != "units"}
-    nights = judged_nights(root, dates, window)
+    nights = judged_nights(root, dates, window, exclude)
     for slowdown in slowdowns:
         factor = 1 + slowdown
         slowed_root = scratch / f"{slowdown:g}"
@@ -230,7 +244,7 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
             night = slowed_root / date / RESULT
             judged = gate.judge(slowed_root, date, baseline, policy, remeasure=None)
             caught = _slower(judged)
-            later = [d for d in dates if d > date and (slowed_root / d / RESULT).is_file()]
+            later = [d for d in dates if d > date and d not in exclude and (slowed_root / d / RESULT).is_file()]
             rerun = (compare.compare(list(baseline.runs), slowed_root / later[0] / RESULT,
                                      **policy.kwargs()) if later else None)
             confirmed = _slower(compare.confirm(judged, rerun)) if rerun is not None else {}
@@ -243,7 +257,7 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
             }
             if rerun is not None:
                 by_mode[AFTER] = confirmed
-            two = _two_nights_baseline(root, dates, date, window)
+            two = _two_nights_baseline(root, dates, date, window, exclude)
             if two is not None:
                 slowed_two = [slowed_root / Path(p).parent.name / RESULT for p in two[1]]
                 by_mode[TWO_NIGHTS] = _slower(compare.compare(two[0], slowed_two, **policy.kwargs()))
@@ -364,14 +378,16 @@ def report(tally: Tally, slowdowns: Sequence[float], seconds: dict[str, float]) 
 
 
 def measure_power(root: Path, dates: Sequence[str], slowdowns: Sequence[float], policy=None,
-                  window: int | None = None) -> Tally:
-    """The false alarms and detections of the nights ``dates`` under ``root``."""
+                  window: int | None = None, exclude: Collection[str] = ()) -> Tally:
+    """The false alarms and detections of the nights ``dates`` under
+    ``root``; those in ``exclude`` are not judged but stay in the baselines
+    of the nights after them, as the gate had them."""
     policy = policy or gate.Policy()
     window = window or history.DEFAULT_NIGHTS
     tally = Tally()
-    false_alarms(root, dates, window, policy, tally)
+    false_alarms(root, dates, window, policy, tally, exclude)
     with tempfile.TemporaryDirectory(prefix="power-") as scratch:
-        detections(root, dates, window, policy, slowdowns, tally, Path(scratch))
+        detections(root, dates, window, policy, slowdowns, tally, Path(scratch), exclude)
     return tally
 
 
@@ -379,6 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         slowdowns = parse_slowdowns(args.slowdowns)
+        exclude = [d for d in args.exclude.split(",") if d]
         if args.resample < 0 or args.resample_processes < 1 or args.resample_repeats < 1:
             raise UsageError("--resample takes a number of nights >= 0, --resample-processes and "
                              "--resample-repeats numbers >= 1")
@@ -398,16 +415,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = aa_nights.run_nights(args)
             seconds["running nights"] = time.monotonic() - started
         dates = [d for d in aa_nights.dates(args.nights) if (args.root / d).is_dir()]
+        unknown = [d for d in exclude if d not in dates]
+        if unknown:
+            raise UsageError(f"--exclude {','.join(unknown)}: no such night under {args.root}")
         judging = time.monotonic()
-        tally = measure_power(args.root, dates, slowdowns) if args.real_nights else Tally()
+        tally = measure_power(args.root, dates, slowdowns, exclude=exclude) if args.real_nights else Tally()
         seconds["judging"] = time.monotonic() - judging
         if args.resample:
             judging = time.monotonic()
-            resampled(args.root, dates, args.resample_processes, args.resample_repeats, args.resample,
+            resampled(args.root, [d for d in dates if d not in exclude], args.resample_processes, args.resample_repeats, args.resample,
                       slowdowns, tally=tally)
             seconds[f"{args.resample} resampled nights of {args.resample_processes} x {args.resample_repeats}"] = (
                 time.monotonic() - judging)
-        print(f"{len(dates)} identical night(s) under {args.root}")
+        print(f"{len(dates)} identical night(s) under {args.root}"
+              + (f"; not judged (--exclude): {', '.join(exclude)}" if exclude else ""))
         print(report(tally, slowdowns, seconds), end="")
         return code
 
