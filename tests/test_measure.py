@@ -1,7 +1,9 @@
 """The timing loop, driven by a fake clock: what is timed, in which order."""
+from collections import Counter
+
 import pytest
 
-from benchmarks.run.measure import Contender, measure
+from benchmarks.run.measure import Contender, measure, turn_order
 
 
 class FakeClock:
@@ -48,6 +50,34 @@ def test_repeats_interleave_and_rotate():
     timed = [name for name, _ in clock.log[3:]]
     # Every repeat runs each runner once, starting from a different one.
     assert timed == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_turn_order_is_balanced_for_what_came_before(n):
+    """Over a cycle of rounds (n, or 2n for odd n) every item takes every
+    place equally often and directly follows every other equally often;
+    plain rotation fails the second for n >= 3 (ABC BCA CAB: B follows A
+    twice, A never follows B)."""
+    items = [chr(ord("a") + k) for k in range(n)]
+    cycle = n if n % 2 == 0 or n == 1 else 2 * n
+    rounds = [turn_order(items, i) for i in range(cycle)]
+    assert all(sorted(r) == items for r in rounds)
+    places = Counter((k, item) for r in rounds for k, item in enumerate(r))
+    assert set(places.values()) == {cycle // n}
+    follows = Counter(pair for r in rounds for pair in zip(r, r[1:]))
+    if n > 1:
+        assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1
+    assert [turn_order(items, i + cycle) for i in range(cycle)] == rounds
+
+
+def test_six_repeats_of_three_contenders_run_each_order_once():
+    clock = FakeClock()
+    runners = [clock.runner(n, [1.0]) for n in ("a", "b", "c")]
+    timings = measure(runners, lambda i, shape: (i,), warmup=1, repeat=6, clock=clock)
+    timed = [name for name, _ in clock.log[3:]]
+    rounds = [timed[k:k + 3] for k in range(0, 18, 3)]
+    assert rounds == [list("abc"), list("bca"), list("cab"), list("cba"), list("acb"), list("bac")]
+    assert all(len(t.samples_s) == 6 for t in timings.values())
 
 
 def test_randomize_draws_fresh_inputs_each_repeat():

@@ -44,6 +44,7 @@ import traceback
 from typing import Any, Callable, Hashable
 
 from benchmarks.run import signals
+from benchmarks.run.measure import turn_order
 
 # What the server imports before forking: the expensive imports every child
 # needs (a module missing here is skipped by the server, not an error).
@@ -120,15 +121,14 @@ def taking_turns(fn: Callable, calls: dict[Hashable, tuple], repeat: int, *, tim
     one process is one draw of what the process's start, the machine's load
     and the scheduler do to a first call, and a cold first call on a shared
     machine varies by tens of percent between processes. The keys take
-    turns, each round starting one later (AB BA..., ABC BCA CAB...), so load
-    drifting during the rounds favours none. Per key, its results in order;
+    turns in ``measure.turn_order``'s order (AB BA..., ABC BCA CAB CBA ACB
+    BAC...), so load drifting during the rounds favours none. Per key, its results in order;
     a key whose process fails is told to ``on_error`` and not tried again
     (a failure in a fresh process is seldom luck, and each try costs a model
     load)."""
     keys, found = list(calls), {key: [] for key in calls}
     for i in range(repeat):
-        k = i % len(keys) if keys else 0
-        for key in keys[k:] + keys[:k]:
+        for key in turn_order(keys, i):
             try:
                 found[key].append(in_fresh_process(fn, *calls[key], timeout=timeout, fork=fork))
             except FreshProcessError as err:

@@ -8,8 +8,10 @@ a contender runs: placement builds contenders, this module only times them.
 * The first call is timed on its own: for a compiled backend it is trace plus
   compile (``compilation_latency``), for the lazy baseline its first compile.
 * Repeats interleave the contenders, so frequency scaling and load from other
-  processes hit all of them alike; the order rotates every repeat so that no
-  contender always follows the same one.
+  processes hit all of them alike, in a Williams design (``turn_order``):
+  over a cycle of repeats every contender follows every other equally often
+  and takes every place equally often, so what a contender leaves behind
+  (caches, the allocator, a thread still winding down) favours none.
 * With ``randomize``, fresh inputs are drawn and placed before each repeat,
   outside the timer.
 * With several ``shapes`` (a cycle of batch sizes), each shape gets its own
@@ -30,6 +32,27 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Sequence
+
+
+def _williams_rows(n: int) -> list[list[int]]:
+    """The orders of a Williams design for ``n`` items: the first
+    0, 1, n-1, 2, n-2, ..., each next one it shifted by one, and for odd
+    ``n`` their reverses too (an odd square cannot balance alone)."""
+    first = [0] + [(k + 1) // 2 if k % 2 else n - k // 2 for k in range(1, n)]
+    rows = [[(x + j) % n for x in first] for j in range(n)]
+    return rows + [row[::-1] for row in rows] if n % 2 else rows
+
+
+def turn_order(items: Sequence, i: int) -> list:
+    """``items`` in the order of round ``i`` of a Williams design: over any
+    ``n`` consecutive rounds (``2n`` for an odd number ``n`` of items) each
+    item directly follows each other item equally often and takes each place
+    equally often. Plain rotation (ABC BCA CAB) takes each place equally
+    often but lets B follow A in two rounds of three and A follow B in none."""
+    if len(items) < 2:
+        return list(items)
+    rows = _williams_rows(len(items))
+    return [items[x] for x in rows[i % len(rows)]]
 
 
 @dataclass
@@ -124,8 +147,7 @@ def measure(
             if randomize:
                 placed[shape] = _place(live, draw_inputs(i + 1, shape), timings)
                 live = _alive(live, timings)
-            shift = i % len(live) if live else 0
-            for r in live[shift:] + live[:shift]:
+            for r in turn_order(live, i):
                 t = _timed(r, placed[shape][r.name], clock, timings[r.name], "timed", shape)
                 if t is not None:
                     timings[r.name].shape_samples_s[shape].append(t)
@@ -171,7 +193,7 @@ def _timed(contender: Contender, inputs, clock, timing: Timings, call: str, shap
 
 def round_robin(variants, repeat: int, calls: int, one_call) -> dict[str, float]:
     """Median of ``one_call(variant)`` per variant over ``repeat`` rounds of
-    ``calls`` calls each, rotating the order every round, with the garbage
+    ``calls`` calls each, in ``turn_order``'s order each round, with the garbage
     collector off: the standalone tools' interleaved timing of variants of
     one piece of work (``benchmarks.tools``), where ``measure`` times a
     model's contenders."""
@@ -180,8 +202,7 @@ def round_robin(variants, repeat: int, calls: int, one_call) -> dict[str, float]
     gc.disable()
     try:
         for r in range(repeat):
-            k = r % len(variants)
-            for v in variants[k:] + variants[:k]:
+            for v in turn_order(variants, r):
                 samples[v] += [one_call(v) for _ in range(calls)]
     finally:
         gc.enable()

@@ -12,7 +12,7 @@ mode under ``torch.no_grad()``, this measures
   ``lazy`` (the module on the XLA device, then ``torch_xla.sync()``) and
   ``raw`` (``torch_xla._XLAC._run_cached_graph(hash, inputs)`` on the inputs
   our replay would feed, prepared once: the executable alone, the limit),
-  interleaved round-robin (rotating the order) within each repeat; medians;
+  interleaved round-robin (a Williams design of orders) within each repeat; medians;
 * the host overhead of a call: the same compiled calls with the executable's
   launch replaced by a stub that returns ready results, minus the stub's own
   cost; split into dynamo's share (the compiled module with a backend that
@@ -58,7 +58,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from benchmarks.run.measure import round_robin
+from benchmarks.run.measure import round_robin, turn_order
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
@@ -350,15 +350,14 @@ def first_call_fresh(graph: str, variant: str) -> dict | None:
 
 def first_calls_of(graph: str, how: str, repeat: int, variants=tuple(BACKENDS)) -> dict:
     """Per variant, its first calls (``first_call``'s dicts) over ``repeat``
-    tries, the variants taking turns, each try starting one later (AB BA...,
-    ABC BCA CAB...), so that load drifting during the run favours none;
+    tries, the variants taking turns in ``turn_order``'s order (AB BA...,
+    ABC BCA CAB CBA ACB BAC...), so that load drifting during the run favours none;
     empty where not measured or failed."""
     tries = {v: [] for v in variants}
     if how == "skip":
         return tries
     for i in range(repeat if how == "fresh" else 1):
-        k = i % len(variants)
-        for v in variants[k:] + variants[:k]:
+        for v in turn_order(list(variants), i):
             got = first_call_fresh(graph, v) if how == "fresh" else first_call(graph, v)
             if got is not None:
                 tries[v].append(got)

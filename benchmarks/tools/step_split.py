@@ -2,7 +2,7 @@
 
 AOT autograd hands the backend a forward and a backward graph, so a compiled
 training step runs at least two executables where a lazy step runs one. This
-times, interleaved in every repeat (rotating the order), one SGD training
+times, interleaved in every repeat (a Williams design of orders), one SGD training
 step at batch 1 of each model as
 
 * ``lazy``: the step traced lazily, one sync at its end (the XLA baseline);
@@ -34,6 +34,8 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
+
+from benchmarks.run.measure import turn_order
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
@@ -137,8 +139,8 @@ class _Samples:
 
 def _round_robin(steps: dict, repeat: int, clock) -> tuple[dict, dict]:
     """(``_Samples``, XLA executions over all steps) per variant: one
-    step of each in every round, the order rotated each round so that no
-    variant always follows the same one. Executions are counted outside the
+    step of each in every round, in ``measure.turn_order``'s order, so that
+    every variant follows every other equally often. Executions are counted outside the
     timer."""
     variants = list(steps)
     samples = {v: _Samples() for v in variants}
@@ -147,8 +149,7 @@ def _round_robin(steps: dict, repeat: int, clock) -> tuple[dict, dict]:
     gc.disable()  # a collection would land in one variant's sample
     try:
         for r in range(repeat):
-            k = r % len(variants)
-            for v in variants[k:] + variants[:k]:
+            for v in turn_order(variants, r):
                 count, spent = _executions()
                 samples[v].step.append(_timed(steps[v], clock, samples[v].returned))
                 after = _executions()
