@@ -96,8 +96,8 @@ def tally(root: Path, nights: Sequence[str]) -> tuple[list[list[str]], dict[str,
         before = gate.exit_code_before(root, date, verdict)
         codes = {"night-to-night": compare.exit_code(old), "before re-run": before,
                  "after re-run": verdict["exit_code"]}
-        for gate, code in codes.items():
-            alarms[gate] += code
+        for mode, code in codes.items():
+            alarms[mode] += code
         table.append([date, compare.verdict(old), confirmation.get("verdict_before", verdict["verdict"]),
                       verdict["verdict"], _ratios(root / date)])
     return table, alarms, judged
@@ -111,7 +111,7 @@ def _ratios(folder: Path) -> str:
 
 def report(root: Path, nights: Sequence[str]) -> str:
     table, alarms, judged = tally(root, nights)
-    counts = ", ".join(f"{gate} {n}" for gate, n in alarms.items())
+    counts = ", ".join(f"{mode} {n}" for mode, n in alarms.items())
     return (tabulate(table, headers=["night", "night-to-night", "stable, before re-run", "after re-run",
                                      "median ratio per backend"]) +
             f"\n\nfalse alarms over {judged} judged night(s): {counts}\n")
