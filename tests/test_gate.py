@@ -336,6 +336,18 @@ def test_the_reruns_keep_to_their_budget(tmp_path, monkeypatch):
     assert gate.remeasure(night, keys[:2], tmp_path / "x.csv", models=10, minutes=60, clock=clock) == ""
 
 
+@pytest.mark.parametrize("night_flags", [[], ["--only", "squeezenet1_1,resnet18,mobilenet_v2"],
+                                         ["-k", "^(resnet|mobilenet)"]])
+def test_a_rerun_measures_only_its_model_whatever_the_night_selected(night_flags):
+    """The re-run of one model of a night run with ``--only`` (as the power
+    benchmark's nights are) or ``-k`` measures that model alone, not the
+    night's selection again."""
+    from benchmarks import cli
+
+    flags = ["--performance", "--use-xla-baseline", *night_flags]
+    assert cli.planned_models(flags, ["openxla_eval"], only=["resnet18"]) == ["resnet18"]
+
+
 def test_rows_past_the_budget_stay_slower_and_say_why(tmp_path):
     root = _regressed(tmp_path)
     budget = "confirmation budget spent (1 model(s), 25 min): re-measured 1 of 2 model(s) in 0 min"

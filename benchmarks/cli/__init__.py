@@ -52,12 +52,14 @@ def _run(make_args) -> int:
 def _job(flags: Sequence[str], backends: Sequence[str], *, output: Path | None = None,
          filters: Sequence[str] = (), only: Sequence[str] = (), partition: tuple[int, int] | None = None,
          resume: bool = False, overwrite: bool = False) -> argparse.Namespace:
-    """``flags`` (runner.py's settings) parsed, with what the caller sets itself."""
+    """``flags`` (runner.py's settings) parsed, with what the caller sets
+    itself: ``filters`` narrow the flags' ``-k``; ``only`` replaces their
+    ``--only`` (a re-run of one model of a night run with ``--only``)."""
     args = build_parser().parse_args(list(flags))
     args.backend = [",".join(backends)]
     args.filter = [*args.filter, *filters]
     if only:
-        args.only = [*(args.only or []), *only]
+        args.only = list(only)
     if output is not None:
         args.output = str(output)
     if partition is not None:
