@@ -122,8 +122,8 @@ def taking_turns(fn: Callable, calls: dict[Hashable, tuple], repeat: int, *, tim
     and the scheduler do to a first call, and a cold first call on a shared
     machine varies by tens of percent between processes. The keys take
     turns in ``measure.turn_order``'s order (AB BA..., ABC BCA CAB CBA ACB
-    BAC...), so load drifting during the rounds favours none. Per key, its results in order;
-    a key whose process fails is told to ``on_error`` and not tried again
+    BAC...), so load drifting during the rounds favours none. Per key, its
+    results in order; a key whose process fails is told to ``on_error`` and not tried again
     (a failure in a fresh process is seldom luck, and each try costs a model
     load)."""
     keys, found = list(calls), {key: [] for key in calls}

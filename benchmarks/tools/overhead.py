@@ -351,8 +351,8 @@ def first_call_fresh(graph: str, variant: str) -> dict | None:
 def first_calls_of(graph: str, how: str, repeat: int, variants=tuple(BACKENDS)) -> dict:
     """Per variant, its first calls (``first_call``'s dicts) over ``repeat``
     tries, the variants taking turns in ``turn_order``'s order (AB BA...,
-    ABC BCA CAB CBA ACB BAC...), so that load drifting during the run favours none;
-    empty where not measured or failed."""
+    ABC BCA CAB CBA ACB BAC...), so that load drifting during the run
+    favours none; empty where not measured or failed."""
     tries = {v: [] for v in variants}
     if how == "skip":
         return tries
