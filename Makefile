@@ -28,7 +28,7 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--backend=torchxla_trivial,torchxla_trace_once --repeat 30 --cold-start-repeat 1 --overwrite \
 	--output results/performance_inference_cpu_builtin.csv
 
-.PHONY: install install-light install-metadata FORCE lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts bench-power nightly clean browser dashboard \
+.PHONY: install install-light install-metadata FORCE lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts bench-step bench-power nightly clean browser dashboard \
 	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary nightly-notify \
 	torchbench-install
 
@@ -97,6 +97,18 @@ bench-cold-starts: install
 		--backend=torchxla_trace_once,openxla_eval,torchxla_trivial --repeat 1 --warmup 1 \
 		--cold-start-repeat $(COLD_STARTS) --overwrite --output $(COLD_STARTS_CSV)
 	$(PY) -m benchmarks.tools.cold_starts $(COLD_STARTS_CSV)
+
+# The whole training step compiled as one graph, ours beside torch_xla's openxla
+# (one executable a step each) and the lazy step, on the ten seed models; then
+# ours over openxla paired repeat by repeat, per model and in geomean, each
+# with its 95% interval (benchmarks.tools.beside). About 40 minutes on 2 quiet
+# cores; its figures: docs/methodology.md.
+STEP_CSV ?= results/step/performance_training_step_cpu_seed_xla_baseline.csv
+bench-step: install
+	$(PY) runner.py --performance --training --compile-step --use-xla-baseline \
+		--backend aot_torchxla_trace_once,openxla --suite seed --repeat 8 --cold-start-repeat 1 \
+		--overwrite --output $(STEP_CSV)
+	$(PY) -m benchmarks.tools.beside $(STEP_CSV)
 
 # The gate's power: POWER_NIGHTS identical nights through the real nightly
 # under POWER_ROOT, then slowdowns of +3/+5/+10/+20% injected into each night;
