@@ -20,9 +20,15 @@ Gate modes, each counted over the same nights:
 * ``pooled, per repeat``: against the last K nights pooled, each repeat's ratio a unit;
 * ``pooled, per process``: the same, each worker process's median ratio a
   unit where the nights recorded their processes (the gate's default);
-* ``gate, before re-run`` / ``gate, after re-run``: the nightly's verdicts
-  (``compare.json``), for the identical nights; for the slowdowns, the
-  gate's comparison and its stand-in re-run;
+* ``gate, before re-run``: the gate's comparison of the speedup before
+  its re-run (``gate.judge`` with nothing re-run), for the identical nights
+  and the slowdowns alike;
+* ``gate, before re-run, any policy``: the identical nights' status before
+  any re-run, every policy counted (first calls and memory too: how often
+  a quiet night costs a re-run);
+* ``gate, after re-run``: the nightly's verdicts (``compare.json``), for the
+  identical nights; for the slowdowns, the gate's comparison and its
+  stand-in re-run;
 * ``two nights``: tonight and last night pooled, against the K nights before
   last night: a slowdown that persisted two nights judged on both together.
 
@@ -72,9 +78,10 @@ NIGHT_TO_NIGHT = "night-to-night"
 PER_REPEAT = "pooled, per repeat"
 PER_PROCESS = "pooled, per process"
 BEFORE = "gate, before re-run"
+BEFORE_ANY = "gate, before re-run, any policy"
 AFTER = "gate, after re-run"
 TWO_NIGHTS = "two nights"
-MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, BEFORE, AFTER, TWO_NIGHTS)
+MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, BEFORE, BEFORE_ANY, AFTER, TWO_NIGHTS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -197,7 +204,12 @@ def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: T
             tally.alarm(mode, compare.exit_code(compare.compare(baseline.runs, night, **kwargs, units=unit)))
         verdict = _stored_verdict(root / date)
         if verdict is not None:
-            tally.alarm(BEFORE, gate.exit_code_before(root, date, verdict, policy, window))
+            # The speedup's test before its re-run, judged again from the
+            # night's files (what the slowdowns below are judged by), and the
+            # night's status before any re-run, every policy (first calls,
+            # memory) counted.
+            tally.alarm(BEFORE, compare.exit_code(gate.judge(root, date, baseline, policy, remeasure=None)))
+            tally.alarm(BEFORE_ANY, gate.exit_code_before(root, date, verdict, policy, window))
             tally.alarm(AFTER, verdict["exit_code"])
         two = _two_nights_baseline(root, dates, date, window, exclude)
         if two is not None:
