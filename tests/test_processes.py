@@ -275,3 +275,65 @@ def test_per_repeat_units_keep_the_whole_threshold(tmp_path):
     assert row.mark == compare.NO_CHANGE and row.detectable >= 0.05
     assert compare.flag_at(0.05, compare.UNIT_REPEAT) == 0.05
     assert compare.flag_at(0.05, compare.UNIT_PROCESS) == 0.025
+
+
+# --------------------------------------------------------------------------
+# A pooled baseline leaves out a night far from the others
+
+
+def _nights(tmp_path, levels, rng, processes=7):
+    """One run per night (folder ``2000-01-0N``), each night's processes
+    around its own ``level``."""
+    paths = []
+    for number, level in enumerate(levels, start=1):
+        folder = tmp_path / f"2000-01-0{number}"
+        folder.mkdir()
+        paths.append(_write(folder / "performance.csv", _processes(rng, processes, 4, level, between=0.01)))
+    return paths
+
+
+def test_a_baseline_night_far_from_the_others_leaves_the_row_pool(tmp_path):
+    """A night measured on a loaded machine (its ratio 18% up) among six
+    quiet ones: the row's pool is the quiet nights' processes, the note names
+    the night left out, and a 5% slowdown is judged against the quiet nights
+    alone (a smaller p-value than with that night's processes above it)."""
+    rng = np.random.default_rng(11)
+    olds = _nights(tmp_path, [1.0, 0.99, 1.18, 1.01, 1.0, 0.98, 1.0], rng)
+    new = _write(tmp_path / "new.csv", _processes(rng, 7, 4, 1.05, between=0.01))
+    (side,) = pairing.load_baseline(olds, leave_out=0.10)[0].values()
+    assert side.left_out == ("2000-01-03 (+18%)",)
+    assert len(side.process_ratios) == 6 * 7 and max(side.process_ratios) < 1.1
+    (left,) = compare.compare(olds, new).rows
+    (kept,) = compare.compare(olds, new, leave_out=False).rows
+    assert "left out of the pool: 2000-01-03 (+18%)" in left.note
+    assert "left out" not in kept.note
+    assert left.mark == compare.SLOWER and left.p_value < kept.p_value
+
+
+@pytest.mark.parametrize("levels, left_out", [
+    ([1.0, 1.3], ()),  # two nights: which one is far cannot be told
+    ([1.0, 1.0, 1.2, 1.2], ()),  # half of them: no majority to judge by
+    ([1.0, 1.0, 1.09, 1.0], ()),  # within twice the threshold: kept
+    ([1.0, 1.0, 1.0, 1.15, 1.15, 1.15, 1.15], ("2000-01-01", "2000-01-02", "2000-01-03")),
+])
+def test_only_a_minority_beyond_twice_the_threshold_leaves_the_pool(tmp_path, levels, left_out):
+    rng = np.random.default_rng(13)
+    olds = _nights(tmp_path, levels, rng)
+    (side,) = pairing.load_baseline(olds, leave_out=2 * 0.05)[0].values()
+    assert tuple(found.split()[0] for found in side.left_out) == left_out  # "DATE (-13%)"
+    assert len(side.process_ratios) == 7 * (len(levels) - len(left_out))
+
+
+def test_other_metrics_keep_every_night(tmp_path):
+    """Leaving a night out is the steady ratio's rule: a metric judged by
+    the baseline nights' range (the cold first call) keeps them all."""
+    from benchmarks.results import policies
+
+    rng = np.random.default_rng(17)
+    olds = _nights(tmp_path, [1.0, 1.0, 1.3, 1.0], rng)
+    new = _write(tmp_path / "new.csv", _processes(rng, 7, 4, 1.0, between=0.01))
+    speedup = policies.judge_metric(policies.Policy("speedup", 0.05), olds, [new])
+    assert "left out of the pool: 2000-01-03" in speedup.rows[0].note
+    for name in sorted(set(policies.METRICS) - {"speedup"}):
+        comparison = policies.judge_metric(policies.Policy(name, 0.05), olds, [new])
+        assert all("left out" not in row.note for row in comparison.rows), name

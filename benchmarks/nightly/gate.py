@@ -72,6 +72,9 @@ def add_arguments(p: argparse.ArgumentParser, step: str | None) -> None:
                         f"(default {history.DEFAULT_NIGHTS}; 1: night to night)")
     p.add_argument("--pin", type=date_arg, metavar="DATE", help="judge against this complete night alone")
     p.add_argument("--previous", type=Path, metavar="CSV", help="judge against this run alone")
+    p.add_argument("--pool-every-night", dest="leave_out", action="store_false",
+                   help="keep every baseline night in each row's pool, even one whose median ratio is more "
+                        f"than {compare.LEAVE_OUT_THRESHOLDS:g} thresholds from the others' (default: left out)")
     p.add_argument("--no-confirm", dest="confirm", action="store_false",
                    help="fail on slower rows without measuring them again first")
     compare_cli.add_policy(p)
@@ -101,6 +104,7 @@ class Policy:
     gate_config: str | None = None
     units: str = compare.UNIT_PROCESS  # what the test compares (compare.units)
     expected: str | None = None  # the expected files' folder (None: configs/expected)
+    leave_out: bool = True  # a baseline night far from the others leaves the row's pool (compare)
 
     def policies(self) -> tuple[policies.Policy, ...]:
         return policies.with_speedup(policies.load_policies(self.gate_config), self.threshold, self.alpha,
@@ -109,7 +113,8 @@ class Policy:
     def kwargs(self) -> dict:
         return dict(threshold=self.threshold, alpha=self.alpha, min_samples=self.min_samples,
                     latency_criterion=self.latency_criterion, allow_removed=self.allow_removed,
-                    fail_on_inconclusive=self.fail_on_inconclusive, units=self.units)
+                    fail_on_inconclusive=self.fail_on_inconclusive, units=self.units,
+                    leave_out=self.leave_out)
 
 
 # (night, experiments, output CSV) -> "" once measured, else why not.
@@ -371,7 +376,8 @@ def gate(args: argparse.Namespace) -> int:
     last ``--baseline-nights`` complete nights."""
     compare_cli.check_policy(args)
     policy = Policy(args.threshold, args.alpha, args.min_samples, args.latency_criterion,
-                    args.allow_removed, args.fail_on_inconclusive, args.gate_config, expected=args.expected)
+                    args.allow_removed, args.fail_on_inconclusive, args.gate_config, expected=args.expected,
+                    leave_out=args.leave_out)
     try:
         policy.policies()
         expected.load(policy.expected)

@@ -23,7 +23,9 @@ Baselines (``choose_baseline``), in the order they are asked for:
   moves the reference by a K-th, and a slow drift is caught once tonight has
   drifted ``threshold`` from the middle of the window (3% a night: by the
   third night; 1.5% a night or less, within a window of 7, never -- pin a
-  night for that).  ``K = 1`` is the night-to-night comparison.
+  night for that).  A night far from the rest for one row (a loaded
+  machine) is left out of that row's pool (``compare.LEAVE_OUT_THRESHOLDS``).
+  ``K = 1`` is the night-to-night comparison.
 
 The pooled test treats the K nights' ratios as one sample.  The spread from
 night to night (the machine's state) is therefore not in the p-value: the

@@ -49,7 +49,10 @@ The rules, in the order they are applied to a (name, backend) pair:
    the spread between processes is what a second run would show, so the
    test and the interval must see it; else each repeat's ratio.  Every
    tested row has a 95% bootstrap interval of its change and the smallest
-   slowdown it could have caught (``detectable``).
+   slowdown it could have caught (``detectable``).  An old side pooled from
+   three runs or more leaves out of each row's pool a run whose median
+   ratio is further than ``LEAVE_OUT_THRESHOLDS`` thresholds from the
+   others' middle (at most a minority; the row's note names them).
 
 The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
 ``allow_removed`` (a nightly that lost a shard must not pass silently); on
@@ -112,6 +115,13 @@ UNITS = (UNIT_PROCESS, UNIT_REPEAT)
 # (docs/methodology.md, the gate's power).  Per-repeat units cannot see
 # the processes' spread; the whole threshold keeps them from crying wolf.
 PROCESS_FLAG_FRACTION = 0.5
+# A pooled baseline leaves out of a row's pool a run whose median ratio lies
+# further than this many thresholds from the median of the runs' medians
+# (``pairing._pool``): a night measured on a loaded machine moved one
+# model's ratio 18% where quiet nights stay within 5%, and in the pool its
+# processes cost that model most of the +5% slowdowns the gate missed
+# (docs/methodology.md, the gate's power).
+LEAVE_OUT_THRESHOLDS = 2.0
 
 # Summary order: what needs attention first.
 MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTER, FIXED, NO_CHANGE,
@@ -449,6 +459,8 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
         note = _shorten(new.error) if not new.passed else ""
         return RowComparison(mark=status_mark, note=note, **base)
     row = RowComparison(**{**base, **_judge_measured(old, new, policy)})
+    if old.left_out:
+        row = replace(row, note="; ".join(filter(None, [row.note, "left out of the pool: " + ", ".join(old.left_out)])))
     if mixed_cpus and old.cpu and new.cpu and old.cpu != new.cpu:
         # Shards on different machines: which rows changed machine is worth a note.
         return replace(row, note="; ".join(filter(None, [row.note, f"CPU {old.cpu} -> {new.cpu}"])))
@@ -474,6 +486,7 @@ def compare(
     partial: str = "",
     load: pairing.Loader = pairing.load_run,
     units: str = UNIT_PROCESS,
+    leave_out: bool = True,
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``, or
     against several old runs pooled (a sequence of paths, oldest first: see
@@ -496,7 +509,9 @@ def compare(
     other paired measurements (first calls, peak memory), judged by the same
     rules.  ``units`` is what the test compares (``process``: per-process
     medians where both sides have them; ``repeat``: per-repeat ratios
-    always).  See the module docstring for the rules.
+    always).  ``leave_out``: a pooled old side leaves out of each row's
+    pool a run far from the others (``LEAVE_OUT_THRESHOLDS``), named in the
+    row's note.  See the module docstring for the rules.
     Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
     """
     if units not in UNITS:
@@ -508,7 +523,8 @@ def compare(
         raise ValueError("no baseline run to compare with")
     if not news:
         raise ValueError("no run to judge")
-    old_run, old_dfs = pairing.load_baseline(olds, load)
+    old_run, old_dfs = pairing.load_baseline(olds, load,
+                                             LEAVE_OUT_THRESHOLDS * threshold if leave_out else None)
     if len(news) == 1:
         new_run, new_df = load(news[0])
     else:

@@ -42,6 +42,9 @@ class Side:
     # when not recorded: the samples of one process, or of runs pooled
     # without it.
     process_repeats: tuple[int, ...] = ()
+    # A pooled side: the runs left out of the pool (``load_baseline``'s
+    # ``leave_out``), each as "name (+18%)", its median ratio against the pool's.
+    left_out: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -82,6 +85,13 @@ class Side:
             if ratios:
                 found.append(float(np.median(ratios)))
         return tuple(found)
+
+    @property
+    def median_ratio(self) -> float:
+        """The median of what the test compares: per-process medians when
+        known, else per-repeat ratios (nan without paired samples)."""
+        units = self.process_ratios or self.ratios
+        return float(np.median(units)) if units else NAN
 
 
 def _ratios(backend_s, baseline_s) -> tuple[float, ...]:
@@ -193,22 +203,38 @@ def paired_ratios(csv_path: str | os.PathLike) -> dict[store.ExperimentKey, tupl
     return {key: side.ratios for key, side in load_run(csv_path)[0].items()}
 
 
-def _pool(sides: Sequence[Side]) -> Side:
+def _pool(sides: Sequence[Side], names: Sequence[str] = (), leave_out: float | None = None) -> Side:
     """One experiment over several runs, oldest first: the newest run's row
     (status, settings, CSV numbers) with the paired samples of every run in
     which it passed with those settings, concatenated -- pairing stays within
-    each run, so the ratios are exactly the union of the runs' ratios."""
+    each run, so the ratios are exactly the union of the runs' ratios.
+
+    ``leave_out`` (a fraction): of three or more such runs, one whose median
+    ratio lies further than that from the median of the runs' medians is
+    left out (a night measured on a loaded machine, or before a change since
+    accepted), as long as more than half of them stay; ``names`` (one per
+    side) name them in ``Side.left_out``."""
     newest = sides[-1]
-    usable = [s for s in sides if s.passed and s.paired and s.settings == newest.settings]
+    named = list(zip(sides, names or [""] * len(sides)))
+    usable = [(s, n) for s, n in named if s.passed and s.paired and s.settings == newest.settings]
     if not newest.passed or not usable:
         return newest
+    left_out: list[str] = []
+    if leave_out is not None and len(usable) >= 3:
+        middle = float(np.median([s.median_ratio for s, _ in usable]))
+        far = {i for i, (s, _) in enumerate(usable) if abs(s.median_ratio / middle - 1) > leave_out}
+        if 2 * len(far) < len(usable):
+            left_out = [f"{n} ({s.median_ratio / middle - 1:+.0%})" for i, (s, n) in enumerate(usable) if i in far]
+            usable = [pair for i, pair in enumerate(usable) if i not in far]
+    kept = [s for s, _ in usable]
     # Each run is its processes' samples; a run that did not record its
     # processes leaves the pool without them (then judged per repeat).
-    processes = (tuple(n for s in usable for n in s.process_repeats)
-                 if all(s.by_process for s in usable) else ())
-    return replace(newest, backend_s=tuple(x for s in usable for x in s.backend_s),
-                   baseline_s=tuple(x for s in usable for x in s.baseline_s),
-                   cpu="; ".join(sorted({s.cpu for s in usable if s.cpu})), process_repeats=processes)
+    processes = (tuple(n for s in kept for n in s.process_repeats)
+                 if all(s.by_process for s in kept) else ())
+    return replace(newest, backend_s=tuple(x for s in kept for x in s.backend_s),
+                   baseline_s=tuple(x for s in kept for x in s.baseline_s),
+                   cpu="; ".join(sorted({s.cpu for s in kept if s.cpu})), process_repeats=processes,
+                   left_out=tuple(left_out))
 
 
 # How a run is read: ``load_run`` (latencies per repeat), or a view of one
@@ -216,17 +242,30 @@ def _pool(sides: Sequence[Side]) -> Side:
 Loader = Callable[[str | os.PathLike], tuple[dict[store.ExperimentKey, Side], pd.DataFrame]]
 
 
-def load_baseline(csv_paths: Sequence[str | os.PathLike], load: Loader = load_run
-                   ) -> tuple[dict[store.ExperimentKey, Side], list[pd.DataFrame]]:
-    """The old side: one run, or several pooled (``_pool``).  Its experiments
-    are the newest run's, so an experiment dropped on purpose is judged
-    ``removed`` once, against the run that last had it, not again for as
-    long as an older run in the pool still holds it.  ``load`` reads one
-    run (default ``load_run``)."""
+def load_baseline(csv_paths: Sequence[str | os.PathLike], load: Loader = load_run,
+                  leave_out: float | None = None
+                  ) -> tuple[dict[store.ExperimentKey, Side], list[pd.DataFrame]]:
+    """The old side: one run, or several pooled (``_pool``; ``leave_out``:
+    its rule for a run far from the others).  Its experiments are the
+    newest run's, so an experiment dropped on purpose is judged ``removed``
+    once, against the run that last had it, not again for as long as an
+    older run in the pool still holds it.  ``load`` reads one run (default
+    ``load_run``)."""
     loaded = [load(path) for path in csv_paths]
+    names = _short_names(csv_paths)
     newest = loaded[-1][0]
-    pooled = {key: _pool([run[key] for run, _ in loaded if key in run]) for key in newest}
+    pooled = {key: _pool(*zip(*[(run[key], name) for (run, _), name in zip(loaded, names) if key in run]),
+                         leave_out=leave_out)
+              for key in newest}
     return pooled, [df for _, df in loaded]
+
+
+def _short_names(paths: Sequence[str | os.PathLike]) -> list[str]:
+    """Each run by its folder (a night's date) when the folders differ,
+    else by its file name."""
+    paths = [Path(p) for p in paths]
+    folders = [p.parent.name for p in paths]
+    return folders if len(set(folders)) == len(folders) and all(folders) else [p.name for p in paths]
 
 
 def cpus_of(run: Mapping[Any, Side]) -> set[str]:

@@ -20,6 +20,10 @@ Gate modes, each counted over the same nights:
 * ``pooled, per repeat``: against the last K nights pooled, each repeat's ratio a unit;
 * ``pooled, per process``: the same, each worker process's median ratio a
   unit where the nights recorded their processes (the gate's default);
+  a baseline night far from the others is left out of a row's pool
+  (``compare.LEAVE_OUT_THRESHOLDS``);
+* ``pooled, per process, every night``: the same with every baseline night
+  kept (``--pool-every-night``);
 * ``gate, before re-run``: the gate's comparison of the speedup before
   its re-run (``gate.judge`` with nothing re-run), for the identical nights
   and the slowdowns alike;
@@ -77,11 +81,12 @@ DEFAULT_SLOWDOWNS = (0.03, 0.05, 0.10, 0.20)
 NIGHT_TO_NIGHT = "night-to-night"
 PER_REPEAT = "pooled, per repeat"
 PER_PROCESS = "pooled, per process"
+EVERY_NIGHT = "pooled, per process, every night"
 BEFORE = "gate, before re-run"
 BEFORE_ANY = "gate, before re-run, any policy"
 AFTER = "gate, after re-run"
 TWO_NIGHTS = "two nights"
-MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, BEFORE, BEFORE_ANY, AFTER, TWO_NIGHTS)
+MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, EVERY_NIGHT, BEFORE, BEFORE_ANY, AFTER, TWO_NIGHTS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -193,15 +198,18 @@ def judged_nights(root: Path, dates: Sequence[str], window: int, exclude: Collec
 def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: Tally,
                  exclude: Collection[str] = ()) -> None:
     """Each mode's verdict on each identical night but those in ``exclude``."""
-    kwargs = {k: v for k, v in policy.kwargs().items() if k != "units"}
+    kwargs = {k: v for k, v in policy.kwargs().items() if k not in ("units", "leave_out")}
     nights = judged_nights(root, dates, window, exclude)
     for date, baseline in nights:
         night = root / date / RESULT
         previous = history.choose_baseline(root, date, 1)
         tally.alarm(NIGHT_TO_NIGHT, compare.exit_code(compare.compare(previous.runs, night, **kwargs,
                                                                       units=compare.UNIT_REPEAT)))
-        for mode, unit in ((PER_REPEAT, compare.UNIT_REPEAT), (PER_PROCESS, compare.UNIT_PROCESS)):
-            tally.alarm(mode, compare.exit_code(compare.compare(baseline.runs, night, **kwargs, units=unit)))
+        for mode, unit, leave_out in ((PER_REPEAT, compare.UNIT_REPEAT, True),
+                                      (PER_PROCESS, compare.UNIT_PROCESS, True),
+                                      (EVERY_NIGHT, compare.UNIT_PROCESS, False)):
+            tally.alarm(mode, compare.exit_code(compare.compare(baseline.runs, night, **kwargs, units=unit,
+                                                                leave_out=leave_out)))
         verdict = _stored_verdict(root / date)
         if verdict is not None:
             # The speedup's test before its re-run, judged again from the
@@ -244,7 +252,7 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
     """Each judged night (but those in ``exclude``) slowed by each of
     ``slowdowns``, judged in each mode; the re-run's stand-in is the next
     night not excluded."""
-    kwargs = {k: v for k, v in policy.kwargs().items() if k != "units"}
+    kwargs = {k: v for k, v in policy.kwargs().items() if k not in ("units", "leave_out")}
     nights = judged_nights(root, dates, window, exclude)
     for slowdown in slowdowns:
         factor = 1 + slowdown
@@ -265,6 +273,8 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
                 NIGHT_TO_NIGHT: _slower(compare.compare(previous.runs, night, **kwargs, units=compare.UNIT_REPEAT)),
                 PER_REPEAT: _slower(compare.compare(baseline.runs, night, **kwargs, units=compare.UNIT_REPEAT)),
                 PER_PROCESS: _slower(compare.compare(baseline.runs, night, **kwargs, units=compare.UNIT_PROCESS)),
+                EVERY_NIGHT: _slower(compare.compare(baseline.runs, night, **kwargs, units=compare.UNIT_PROCESS,
+                                                     leave_out=False)),
                 BEFORE: caught,
             }
             if rerun is not None:
