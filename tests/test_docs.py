@@ -72,6 +72,10 @@ NOT_RUN = {
     "--exclude 2000-01-07,2000-01-13":
         "judges nights measured beforehand under results/power; tests/test_power.py judges synthetic "
         "nights with --exclude through the same CLI",
+    "python -m benchmarks.tools.power --judge-only --nights 21 --root results/power --resample 1000 "
+    "--exclude 2000-01-07,2000-01-13":
+        "judges nights measured beforehand under results/power; tests/test_power.py judges synthetic "
+        "nights with --exclude through the same CLI",
     "deploy/slurm/submit.sh --shards 4":
         "needs a Slurm cluster; tests/test_slurm.py runs it on a fake sbatch",
     "deploy/slurm/submit.sh --date 2026-01-02 --array 2":
