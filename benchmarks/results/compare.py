@@ -460,10 +460,10 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
         return RowComparison(mark=status_mark, note=note, **base)
     row = RowComparison(**{**base, **_judge_measured(old, new, policy)})
     if old.left_out:
-        row = replace(row, note="; ".join(filter(None, [row.note, "left out of the pool: " + ", ".join(old.left_out)])))
+        row = replace(row, note=_joined(row.note, "left out of the pool: " + ", ".join(old.left_out)))
     if mixed_cpus and old.cpu and new.cpu and old.cpu != new.cpu:
         # Shards on different machines: which rows changed machine is worth a note.
-        return replace(row, note="; ".join(filter(None, [row.note, f"CPU {old.cpu} -> {new.cpu}"])))
+        return replace(row, note=_joined(row.note, f"CPU {old.cpu} -> {new.cpu}"))
     return row
 
 

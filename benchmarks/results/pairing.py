@@ -203,7 +203,7 @@ def paired_ratios(csv_path: str | os.PathLike) -> dict[store.ExperimentKey, tupl
     return {key: side.ratios for key, side in load_run(csv_path)[0].items()}
 
 
-def _pool(sides: Sequence[Side], names: Sequence[str] = (), leave_out: float | None = None) -> Side:
+def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None = None) -> Side:
     """One experiment over several runs, oldest first: the newest run's row
     (status, settings, CSV numbers) with the paired samples of every run in
     which it passed with those settings, concatenated -- pairing stays within
@@ -212,11 +212,10 @@ def _pool(sides: Sequence[Side], names: Sequence[str] = (), leave_out: float | N
     ``leave_out`` (a fraction): of three or more such runs, one whose median
     ratio lies further than that from the median of the runs' medians is
     left out (a night measured on a loaded machine, or before a change since
-    accepted), as long as more than half of them stay; ``names`` (one per
-    side) name them in ``Side.left_out``."""
+    accepted), as long as more than half of them stay; ``names`` (the
+    runs', one per side) name them in ``Side.left_out``."""
     newest = sides[-1]
-    named = list(zip(sides, names or [""] * len(sides)))
-    usable = [(s, n) for s, n in named if s.passed and s.paired and s.settings == newest.settings]
+    usable = [(s, n) for s, n in zip(sides, names) if s.passed and s.paired and s.settings == newest.settings]
     if not newest.passed or not usable:
         return newest
     left_out: list[str] = []
@@ -254,9 +253,10 @@ def load_baseline(csv_paths: Sequence[str | os.PathLike], load: Loader = load_ru
     loaded = [load(path) for path in csv_paths]
     names = _short_names(csv_paths)
     newest = loaded[-1][0]
-    pooled = {key: _pool(*zip(*[(run[key], name) for (run, _), name in zip(loaded, names) if key in run]),
-                         leave_out=leave_out)
-              for key in newest}
+    pooled = {}
+    for key in newest:
+        having = [(run, name) for (run, _), name in zip(loaded, names) if key in run]
+        pooled[key] = _pool([run[key] for run, _ in having], [name for _, name in having], leave_out)
     return pooled, [df for _, df in loaded]
 
 
