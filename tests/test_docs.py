@@ -76,6 +76,9 @@ NOT_RUN = {
     "--exclude 2000-01-07,2000-01-13":
         "judges nights measured beforehand under results/power; tests/test_power.py judges synthetic "
         "nights with --exclude through the same CLI",
+    "python -m benchmarks.tools.cold_starts --ours aot_torchxla_trace_once step.csv":
+        "reads the CSV of the half-hour run shown above it; tests/test_cold_starts_tool.py runs the "
+        "tool on hand-made rows, --ours included",
     "deploy/slurm/submit.sh --shards 4":
         "needs a Slurm cluster; tests/test_slurm.py runs it on a fake sbatch",
     "deploy/slurm/submit.sh --date 2026-01-02 --array 2":
