@@ -157,6 +157,28 @@ def test_pairing_reads_processes_and_pools_them(tmp_path):
     assert side.process_ratios == pytest.approx((1.0, 2.0, 3.0, 4.0))
 
 
+def test_a_run_read_again_is_its_files_as_they_are_now(tmp_path):
+    """Loading a run twice (the gate does, once per comparison a night is
+    in) gives what its files hold then: a rewrite of the same size and what
+    a caller did to the first result are not carried over."""
+    a = tmp_path / "a.csv"
+    _write(a, [[1.5, 1.5]])
+    first, df = pairing.load_run(a)
+    (key,) = first
+    first.clear()
+    df.loc[:, "speedup"] = 9.0
+    again, df_again = pairing.load_run(a)
+    assert again[key].ratios == pytest.approx((1.5, 1.5)) and df_again["speedup"].tolist() == [1.0]
+    jsonl = store.samples_path(a)
+    text = jsonl.read_text()
+    jsonl.write_text(text.replace("0.015", "0.016", 1))  # the same size: one sample changed
+    assert len(jsonl.read_text()) == len(text)
+    assert pairing.load_run(a)[0][key].ratios[0] == pytest.approx(1.6)
+    rows = a.read_text()
+    a.write_text(rows.replace(",pass,", ",fail,", 1))
+    assert pairing.load_run(a)[0][key].status == "fail"
+
+
 def test_a_run_without_processes_leaves_the_pool_per_repeat(tmp_path):
     a = _write(tmp_path / "a.csv", [[1.0, 1.0], [2.0, 2.0]])
     old = tmp_path / "old.csv"  # schema version 5: no process_repeats

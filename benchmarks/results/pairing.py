@@ -9,6 +9,7 @@ complete runs into one reference; ``paired_ratios``, ``cpu_label`` /
 """
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from contextlib import contextmanager
@@ -123,19 +124,19 @@ def _number(value: Any) -> float:
         return NAN
 
 
-def _samples(jsonl_path: Path) -> dict[tuple, tuple[tuple[float, ...], tuple[int, ...]]]:
-    """(samples, samples per process) per (experiment key, role); the last
-    record of each wins; ``()`` per process when the record does not say
-    (schema version < 6).
+def _samples(jsonl_path: Path, text: str | None) -> dict[tuple, tuple[tuple[float, ...], tuple[int, ...]]]:
+    """(samples, samples per process) per (experiment key, role) of the
+    samples file's ``text``; the last record of each wins; ``()`` per
+    process when the record does not say (schema version < 6).
 
-    A missing file is not an error: older runs had none; their rows are
-    ``inconclusive``.  Non-numbers stay in place as nan so that baseline and
-    backend samples keep their pairing by position.
+    A missing file (``text`` None) is not an error: older runs had none;
+    their rows are ``inconclusive``.  Non-numbers stay in place as nan so
+    that baseline and backend samples keep their pairing by position.
     """
-    if not jsonl_path.exists():
+    if text is None:
         return {}
     found = {}
-    for number, record in enumerate(store.read_samples(jsonl_path), start=1):
+    for number, record in enumerate(store.read_samples(jsonl_path, text), start=1):
         if not isinstance(record, dict) or not {"name", "backend"} <= set(record):
             raise ValueError(f"{jsonl_path}: record {number} is not a samples record (no name/backend)")
         role = record.get("role")
@@ -173,9 +174,26 @@ def cut_lines_said_elsewhere():
 
 
 def load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], Side], pd.DataFrame]:
+    """A run's ``Side`` per experiment, and its latest rows."""
+    path = Path(csv_path)
+    jsonl = store.samples_path(path)
     with cut_lines_said_elsewhere():
-        df = store.latest(store.read_rows(csv_path))
-        samples = _samples(store.samples_path(csv_path))
+        text = store.read_text(path)
+        samples_text = store.read_text(jsonl) if jsonl.exists() else None
+    run, df = _run_of(str(path), text, samples_text, store.recorded_inputs(path))
+    return dict(run), df.copy()
+
+
+@functools.lru_cache(maxsize=128)
+def _run_of(csv_path: str, text: str, samples_text: str | None, inputs: str | None
+            ) -> tuple[dict[tuple[str, str], Side], pd.DataFrame]:
+    """``load_run`` of the files' texts, kept by the texts themselves (and
+    the inputs their recorded flags imply): the gate and the power benchmark
+    load each night again for every comparison the night is in."""
+    del inputs  # part of the key only: read_rows and read_samples read it themselves
+    with cut_lines_said_elsewhere():
+        df = store.latest(store.read_rows(csv_path, text))
+        samples = _samples(store.samples_path(csv_path), samples_text)
     run = {}
     for _, row in df.iterrows():
         key = experiment_key(row)
@@ -195,7 +213,7 @@ def load_run(csv_path: str | os.PathLike) -> tuple[dict[tuple[str, str], Side], 
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
             cpu=cpu_label(row),
         )
-    return run, df
+    return dict(run), df.copy()
 
 
 def paired_ratios(csv_path: str | os.PathLike) -> dict[store.ExperimentKey, tuple[float, ...]]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import functools
 import io
 import json
 import math
@@ -429,6 +430,14 @@ def read_rows(csv_path: str | os.PathLike, text: str | None = None) -> pd.DataFr
     text = read_text(csv_path) if text is None else text
     if not text.strip():
         return empty_frame()
+    return _parsed_rows(str(csv_path), text, recorded_inputs(csv_path)).copy()
+
+
+@functools.lru_cache(maxsize=128)
+def _parsed_rows(csv_path: str, text: str, inputs: str | None) -> pd.DataFrame:
+    """``read_rows``'s frame of ``text``, kept by the text itself: the gate
+    and the power benchmark read each night's CSV again for every comparison
+    the night is in (the caller gets a copy)."""
     header = next(csv.reader(io.StringIO(text)))
     missing = [c.name for c in COLUMNS if c.required and c.name not in header]
     if missing:
@@ -439,7 +448,7 @@ def read_rows(csv_path: str | os.PathLike, text: str | None = None) -> pd.DataFr
         if column.name not in frame:
             frame[column.name] = pd.Series(index=frame.index, dtype=column.dtype)
     extra = [name for name in frame.columns if name not in CSV_COLUMNS]
-    return migrate(frame[CSV_COLUMNS + extra], recorded_inputs(csv_path))
+    return migrate(frame[CSV_COLUMNS + extra], inputs)
 
 
 def read_cells(csv_path: str | os.PathLike) -> list[dict[str, str]]:
@@ -534,15 +543,17 @@ def append_samples(jsonl_path: str | os.PathLike, records: list[Mapping[str, Any
     _append_lines(jsonl_path, lines)
 
 
-def read_sample_lines(jsonl_path: str | os.PathLike) -> list[tuple[dict, str]]:
-    """Each record of ``jsonl_path`` in file order with its line as written.
+def read_sample_lines(jsonl_path: str | os.PathLike, text: str | None = None) -> list[tuple[dict, str]]:
+    """Each record of ``jsonl_path`` in file order with its line as written
+    (``text``: the file's text, when the caller has read it already).
 
     A truncated (unterminated) last line is skipped with a warning; a broken
     line anywhere else, or one that is not a record of a model, is real
     corruption and raises ``ValueError``.
     """
     records = []
-    for number, line in enumerate(read_text(jsonl_path).splitlines(), start=1):
+    text = read_text(jsonl_path) if text is None else text
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -555,11 +566,11 @@ def read_sample_lines(jsonl_path: str | os.PathLike) -> list[tuple[dict, str]]:
     return records
 
 
-def read_samples(jsonl_path: str | os.PathLike) -> list[dict]:
+def read_samples(jsonl_path: str | os.PathLike, text: str | None = None) -> list[dict]:
     """All records of ``jsonl_path`` in file order (see ``read_sample_lines``),
     those of older versions in today's terms (``migrate_record``)."""
     inputs = recorded_inputs(jsonl_path)
-    return [migrate_record(record, inputs) for record, _ in read_sample_lines(jsonl_path)]
+    return [migrate_record(record, inputs) for record, _ in read_sample_lines(jsonl_path, text)]
 
 
 def recorded_inputs(path: str | os.PathLike) -> str | None:
