@@ -340,7 +340,9 @@ def _pip_calls(run: Run) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-@pytest.mark.parametrize("key", ["exact", pytest.param("minor", marks=pytest.mark.slow)])
+# Two whole nights with a venv installed in each (45 s): make test-all.
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["exact", "minor"])
 def test_the_runner_moves_python_between_two_nights(tmp_path, origin, key):
     """Night 1 on the image's Python 3.11.7 installs into a fresh venv and
     caches it; by night 2 the image carries 3.11.8 and 3.11.7's tool cache

@@ -209,6 +209,7 @@ def test_a_package_without_the_interface_is_refused(tmp_path, monkeypatch):
         _forget_torchbenchmark()
 
 
+@pytest.mark.slow  # a worker per model (17 s); test_reliability.py's fault run keeps a crash's row
 def test_a_worker_failing_at_exit_keeps_its_rows(torchbench, tmp_path, monkeypatch):
     # The rows were written before the exit handler failed: they stand.
     from benchmarks.run import orchestrate
