@@ -213,7 +213,7 @@ def _run_of(csv_path: str, text: str, samples_text: str | None, inputs: str | No
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
             cpu=cpu_label(row),
         )
-    return dict(run), df.copy()
+    return run, df
 
 
 def paired_ratios(csv_path: str | os.PathLike) -> dict[store.ExperimentKey, tuple[float, ...]]:
