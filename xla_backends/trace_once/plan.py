@@ -9,15 +9,22 @@ value from before the call, a constant, or a repeat of an earlier leaf.
 Arguments the graph updated in place get one too, for the copy back into the
 caller's tensor. Outputs that alias each other in the trace alias each other
 on every call, as in eager.
+
+The executable's results come in the order torch_xla's bridge gives the same
+graph (``_bridge_order``), so the two compile one HLO module: XLA's buffer
+assignment follows the order of a module's outputs, and another order of the
+same values can need megabytes more scratch memory.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import operator
 from dataclasses import dataclass
 from typing import Union
 
 import torch
+from torch.fx.passes.operator_support import OperatorSupport
 from torch.utils import _pytree as pytree
 
 from . import _xlac
@@ -88,6 +95,13 @@ class Plan:
         return not self.copy_backs and self.outputs == [
             Value(Source.RESULT, i) for i in range(self.n_results)]
 
+    def picks(self) -> list[int] | None:
+        """The results each output is, when the outputs are results only (in
+        any order) and nothing is copied back; else None."""
+        if self.copy_backs or any(v.source is not Source.RESULT for v in self.outputs):
+            return None
+        return [v.payload for v in self.outputs]
+
     def read_after_run(self) -> frozenset:
         """Arguments a call reads after the executable ran: returned or
         viewed by an output (unless updated in place, when the copy back
@@ -118,6 +132,8 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
     arg_of_handle = {h: i for i, h in trace.arg_handles.items()}
     results: list = []
     result_of: dict[str, int] = {}
+    made_by: list = []  # per result: the node the trace computed it at (None: made here)
+    node_of = _last_nodes(trace)
 
     def value_source(t) -> Value:
         """Where the value of trace tensor ``t`` comes from on each call."""
@@ -126,6 +142,7 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             if uid not in result_of:
                 result_of[uid] = len(results)
                 results.append(_kept_as_dtype(t))
+                made_by.append(node_of.get(id(t)))
             return Value(Source.RESULT, result_of[uid])
         # Plain device data: never computed by XLA. An argument's value
         # before the call, or a constant.
@@ -134,14 +151,11 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             return Value(Source.COPY, arg_of_handle[handle])
         return Value(Source.CONST, t)
 
-    # The updated arguments' values first, then the outputs: the order of
-    # torch_xla's bridge. The HLO is built from the results in this order,
-    # which orders its parameters and instructions, and XLA's buffer
-    # assignment follows that order: alexnet's whole step, with the outputs
-    # first, needed 15.6 MB more scratch memory than the same graph compiled
-    # by ``openxla`` (a scalar parameter moved to the front).
-    copy_backs = [(i, value_source(shadows[i])) for i in trace.updated_in_place()]
     leaves, spec = _leaves(trace.out)
+    copy_backs = [(i, value_source(shadows[i])) for i in trace.updated_in_place()]
+    returned = {id(t) for t in leaves}
+    first = {v.payload for i, v in copy_backs
+             if v.source is Source.RESULT and id(shadows[i]) not in returned}
     nodes = trace.output_nodes()
     if len(nodes) != len(leaves):
         nodes = [None] * len(leaves)
@@ -202,9 +216,84 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
             else:
                 first_source[src] = n
         outputs.append(src)
+    order = _bridge_order(trace.gm, made_by, first)
+    if order != sorted(order):
+        results, outputs, copy_backs = _renumbered(order, results, outputs, copy_backs)
     plan = Plan(len(results), outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles),
                 _build_order(outputs))
     return plan, results
+
+
+def _last_nodes(trace: Trace) -> dict:
+    """``id(tensor)`` -> the last node whose value (or one of whose values)
+    that tensor was in the trace: for an argument updated in place, the
+    last update."""
+    node_of = {}
+    for node, value in trace.values.items():
+        if node.op == "output":
+            continue
+        for leaf in pytree.tree_leaves(value):
+            if isinstance(leaf, torch.Tensor):
+                node_of[id(leaf)] = node
+    return node_of
+
+
+def _bridge_order(gm: torch.fx.GraphModule, made_by: list, first: set) -> list[int]:
+    """The results' indices in the order torch_xla's bridge makes the outputs
+    of the same graph: arguments updated in place and not returned first (in
+    argument order), then the values in the order the topological sort of
+    its partition of the graph computes them (``_topological_rank``); values
+    of no node last. The same values in the same order make the same HLO
+    module: without it, resnet50's whole training step needed 3 MB (alexnet's
+    15.6 MB) more of XLA's scratch memory than under ``openxla``."""
+    rank = _topological_rank(gm)
+    late = len(rank)
+
+    def key(i):
+        if i in first:
+            return (0, i)
+        return (1, rank.get(made_by[i], late), i)
+
+    return sorted(range(len(made_by)), key=key)
+
+
+_RANK = "torchxla_trace_once_rank"
+
+
+class _EveryOp(OperatorSupport):
+    def is_node_supported(self, submodules, node) -> bool:
+        return node.op in ("call_function", "call_module", "call_method")
+
+
+def _topological_rank(gm: torch.fx.GraphModule) -> dict:
+    """node -> its place in the order torch_xla's bridge fuses the graph in:
+    the partitions of torch.fx's ``CapabilityBasedPartitioner`` (every op
+    supported), each sorted by ``topo_sort``. Kept in ``gm.meta``: a graph
+    traced twice (``fed_by_floats``) ranks its nodes once."""
+    rank = gm.meta.get(_RANK)
+    if rank is None:
+        from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+        from torch.fx.passes.utils.fuser_utils import topo_sort
+
+        parts = CapabilityBasedPartitioner(gm, _EveryOp(), allows_single_node_partition=True).propose_partitions()
+        nodes = [n for part in parts for n in topo_sort(list(part.nodes))]
+        rank = gm.meta[_RANK] = {n: k for k, n in enumerate(nodes)}
+    return rank
+
+
+def _renumbered(order: list[int], results: list, outputs: list, copy_backs: list):
+    """``results`` in ``order``, and the values that index them renumbered."""
+    new = {old: k for k, old in enumerate(order)}
+
+    def moved(v: Value) -> Value:
+        if v.source is Source.RESULT:
+            return Value(Source.RESULT, new[v.payload])
+        if v.source is Source.VIEW and v.payload.of == "result":
+            return Value(Source.VIEW, dataclasses.replace(v.payload, base=new[v.payload.base]))
+        return v
+
+    return ([results[i] for i in order], [moved(v) for v in outputs],
+            [(i, moved(v)) for i, v in copy_backs])
 
 
 def _build_order(outputs: list[Value]) -> list[int] | None:

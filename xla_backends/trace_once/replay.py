@@ -72,6 +72,9 @@ class Replay:
         self._flat_tuple = spec.type is tuple and all(c.is_leaf() for c in spec.children_specs)
         self._direct = plan.direct
         self._tuple_out = self._direct and self._flat_tuple
+        # Results in another order than the outputs (see ``plan._bridge_order``).
+        picks = plan.picks() if self._flat_tuple and not self._direct else None
+        self._picked = operator.itemgetter(*picks) if picks and len(picks) > 1 else None
         self._pre = plan.before_call()
         # Aliasing between arguments matters only if the graph updates one.
         self._updates = bool(plan.copy_backs)
@@ -95,6 +98,8 @@ class Replay:
         results = self._results(args)
         if self._tuple_out:
             return tuple(results)
+        if self._picked is not None:
+            return self._picked(results)
         return self._outputs(args, results)
 
     def with_results(self, args) -> tuple:
