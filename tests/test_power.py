@@ -147,7 +147,12 @@ def test_power_counts_false_alarms_and_catches_by_size_and_model(nights):
     assert noisy(0.08)[0] <= 2 and noisy(0.2)[0] < 5
     assert tally.caught[(power.BEFORE, 0.08)] == [quiet(0.08)[0] + noisy(0.08)[0], 10]
     # The stand-in re-run: the next night slowed alike; the last night has none.
-    assert tally.caught[(power.AFTER, 0.2)][1] == 8
+    assert tally.caught[(power.AFTER, 0.2)][1] == tally.caught[(power.AFTER_ALONE, 0.2)][1] == 8
+    # Judged with the night, a re-run confirms all that it confirms alone, and more.
+    for size in (0.03, 0.08, 0.2):
+        alone, pooled = tally.caught[(power.AFTER_ALONE, size)][0], tally.caught[(power.AFTER, size)][0]
+        assert alone <= pooled <= tally.caught[(power.BEFORE, size)][0]
+    assert tally.caught[(power.AFTER, 0.08)][0] > tally.caught[(power.AFTER_ALONE, 0.08)][0]
     assert tally.caught[(power.TWO_NIGHTS, 0.2)][1] == 8
 
 
@@ -198,7 +203,8 @@ def test_resampled_nights_replay_the_gate_rule_on_the_nights_processes(nights):
     assert tally.caught[(power.RESAMPLED, 0.08)][1] == 80
     assert 40 <= tally.caught[(power.RESAMPLED, 0.08)][0] < 60
     after = tally.caught[(power.RESAMPLED_AFTER, 0.3)][0]
-    assert after <= tally.caught[(power.RESAMPLED, 0.3)][0]
+    assert tally.caught[(power.RESAMPLED_AFTER_ALONE, 0.3)][0] <= after <= tally.caught[(power.RESAMPLED, 0.3)][0]
+    assert tally.caught[(power.RESAMPLED_AFTER_ALONE, 0.08)][0] < tally.caught[(power.RESAMPLED_AFTER, 0.08)][0]
     # Identical nights: false alarms as rare as the test's level allows.
     assert tally.alarms[power.RESAMPLED] <= 6
     # Fewer repeats per process: each process's median is its first repeats'.

@@ -16,7 +16,9 @@ does the work:
    measured again in this job with the night's runner settings
    (``remeasure``, once for all of them) and compared with the same
    baseline; a row stays slower (failing) only if the re-run agrees
-   (``compare.confirm``); a re-run stopped by SIGINT or SIGTERM (Ctrl-C,
+   (``compare.confirm``: the re-run slower alone, or the night and the
+   re-run slower together with the re-run's own change past the floor its
+   units flag); a re-run stopped by SIGINT or SIGTERM (Ctrl-C,
    Slurm's time limit) stops the gate with no verdict;
 5. ``compare.md``, ``compare.json`` (with every policy's verdict) and
    ``compare.png`` beside the night, the markdown also appended to
@@ -139,8 +141,10 @@ def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Bas
     if not keys:
         return comparisons
 
-    def settle(rerun_of: Callable[[str], compare.Comparison | None], note: str) -> dict:
-        return {name: compare.confirm(c, rerun_of(name), note) if name in confirming and _slower(name, c) else c
+    def settle(rerun_of: Callable[[str], compare.Comparison | None], note: str,
+               pooled: compare.Comparison | None = None) -> dict:
+        return {name: compare.confirm(c, rerun_of(name), note, pooled if name == "speedup" else None)
+                if name in confirming and _slower(name, c) else c
                 for name, c in comparisons.items()}
 
     if remeasure is None:
@@ -154,9 +158,12 @@ def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Bas
         reruns = {name: (compare.compare(list(baseline.runs), out, **policy.kwargs()) if name == "speedup"
                          else policies.judge_metric(by_name[name], list(baseline.runs), [out]))
                   for name, c in comparisons.items() if name in confirming and _slower(name, c)}
+        # The speedup's slower rows are judged on the night and its re-run together too.
+        pooled = (compare.compare(list(baseline.runs), [night.csv, out], **policy.kwargs())
+                  if "speedup" in reruns else None)
     except (OSError, ValueError) as err:
         return settle(lambda name: None, f"the re-run's results are unreadable: {err}")
-    return settle(reruns.get, why)
+    return settle(reruns.get, why, pooled)
 
 
 EXPECTED_POLICY = policies.Policy("expected", threshold=0.0, confirm=False)

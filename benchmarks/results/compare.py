@@ -575,14 +575,24 @@ def nothing_compared(comparison: Comparison) -> bool:
 RECHECKED = (SLOWER, NEW_FAILURE)  # the marks a confirmation re-run settles
 
 
-def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "") -> Comparison:
+def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
+            pooled: Comparison | None = None) -> Comparison:
     """``comparison`` with each ``slower`` and ``new failure`` row settled
     by a re-measurement.
 
     ``rerun`` compares a re-run of those experiments (same settings, same
     job) with the same baseline.  A row stays ``slower`` only when the
     re-run finds it slower too; it becomes ``unconfirmed`` when the re-run
-    finds no change (or faster).  A new failure stays one when the re-run
+    finds no change (or faster).  ``pooled``, where given, compares the
+    night and its re-run together with the same baseline: a slower row the
+    re-run alone does not show significantly is confirmed when the two
+    together are slower and the re-run's own change is one its units flag
+    (``flag_at``) -- twice the units for the test, and a slowdown seen
+    twice; a one-off (a night on a loaded machine) is not seen by the
+    re-run and stays unconfirmed.  Only with per-process units on both
+    sides: per-repeat units do not see how far one process's ratio sits
+    from the next's, so a re-run's change past the floor is no evidence
+    there.  A new failure stays one when the re-run
     fails too; when the re-run passes it is ``unconfirmed`` (a flaky
     timeout), or ``slower`` if the re-run is significantly slower.  A re-run
     that could not judge the row (it is absent, or ``rerun`` is None) leaves
@@ -590,6 +600,7 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "") ->
     ``note`` says why there was no re-run, or what went wrong with it.
     """
     again = {row.key: row for row in rerun.rows} if rerun is not None else {}
+    together = {row.key: row for row in pooled.rows} if pooled is not None else {}
     rows, confirmed, unconfirmed = [], 0, 0
     for row in comparison.rows:
         if row.mark not in RECHECKED:
@@ -611,9 +622,17 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "") ->
                 rows.append(replace(row, mark=UNCONFIRMED,
                                     note=_joined(row.note, f"a re-run ran it: {second.mark} ({measured})")))
             continue
+        both = together.get(row.key)
         if second is not None and second.mark == SLOWER:
             confirmed += 1
             rows.append(replace(row, note=_joined(row.note, f"confirmed by a re-run ({measured})")))
+        elif (second is not None and both is not None and both.mark == SLOWER and second.mark == NO_CHANGE
+              and second.unit == both.unit == UNIT_PROCESS
+              and second.change >= flag_at(comparison.threshold, second.unit)):
+            confirmed += 1
+            rows.append(replace(row, note=_joined(
+                row.note, f"confirmed by a re-run ({measured}) with the night: together "
+                          f"{_change_cell(both.change)}, p {_p_cell(both.p_value)}")))
         elif second is not None and second.mark in (NO_CHANGE, FASTER):
             unconfirmed += 1
             rows.append(replace(row, mark=UNCONFIRMED,

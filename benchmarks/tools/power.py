@@ -32,7 +32,11 @@ Gate modes, each counted over the same nights:
   a quiet night costs a re-run);
 * ``gate, after re-run``: the nightly's verdicts (``compare.json``), for the
   identical nights; for the slowdowns, the gate's comparison and its
-  stand-in re-run;
+  stand-in re-run, settled as the gate settles it (``compare.confirm``: the
+  re-run slower alone, or the night and the re-run slower together with
+  the re-run's change past its units' floor);
+* ``gate, after re-run, judged alone``: the slowdowns settled by the
+  stand-in re-run alone (the rule before the night was pooled with it);
 * ``two nights``: tonight and last night pooled, against the K nights before
   last night: a slowdown that persisted two nights judged on both together.
 
@@ -85,8 +89,9 @@ EVERY_NIGHT = "pooled, per process, every night"
 BEFORE = "gate, before re-run"
 BEFORE_ANY = "gate, before re-run, any policy"
 AFTER = "gate, after re-run"
+AFTER_ALONE = "gate, after re-run, judged alone"
 TWO_NIGHTS = "two nights"
-MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, EVERY_NIGHT, BEFORE, BEFORE_ANY, AFTER, TWO_NIGHTS)
+MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, EVERY_NIGHT, BEFORE, BEFORE_ANY, AFTER, AFTER_ALONE, TWO_NIGHTS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -265,9 +270,11 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
             judged = gate.judge(slowed_root, date, baseline, policy, remeasure=None)
             caught = _slower(judged)
             later = [d for d in dates if d > date and d not in exclude and (slowed_root / d / RESULT).is_file()]
-            rerun = (compare.compare(list(baseline.runs), slowed_root / later[0] / RESULT,
-                                     **policy.kwargs()) if later else None)
-            confirmed = _slower(compare.confirm(judged, rerun)) if rerun is not None else {}
+            rerun = pooled = None
+            if later:
+                stand_in = slowed_root / later[0] / RESULT
+                rerun = compare.compare(list(baseline.runs), stand_in, **policy.kwargs())
+                pooled = compare.compare(list(baseline.runs), [night, stand_in], **policy.kwargs())
             previous = history.choose_baseline(root, date, 1)
             by_mode = {
                 NIGHT_TO_NIGHT: _slower(compare.compare(previous.runs, night, **kwargs, units=compare.UNIT_REPEAT)),
@@ -278,7 +285,8 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
                 BEFORE: caught,
             }
             if rerun is not None:
-                by_mode[AFTER] = confirmed
+                by_mode[AFTER] = _slower(compare.confirm(judged, rerun, pooled=pooled))
+                by_mode[AFTER_ALONE] = _slower(compare.confirm(judged, rerun))
             two = _two_nights_baseline(root, dates, date, window, exclude)
             if two is not None:
                 slowed_two = [slowed_root / Path(p).parent.name / RESULT for p in two[1]]
@@ -295,8 +303,9 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
 
 RESAMPLED = "resampled, before re-run"
 RESAMPLED_AFTER = "resampled, after re-run"
+RESAMPLED_AFTER_ALONE = "resampled, after re-run, judged alone"
 RESAMPLED_TWO = "resampled, two nights"
-RESAMPLED_MODES = (RESAMPLED, RESAMPLED_AFTER, RESAMPLED_TWO)
+RESAMPLED_MODES = (RESAMPLED, RESAMPLED_AFTER, RESAMPLED_AFTER_ALONE, RESAMPLED_TWO)
 
 
 def stored_processes(root: Path, dates: Sequence[str]) -> dict[tuple[str, str], list[list[np.ndarray]]]:
@@ -338,7 +347,9 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
     it), and draws no process twice, which would pass one process off as
     two agreeing ones.  A trial is a night: a false alarm when any of its
     rows is slower unscaled; a slowdown is caught on a row when tonight's
-    units scaled by it are slower (after re-run: and the re-run's)."""
+    units scaled by it are slower (after re-run: and the re-run's, or
+    tonight's and the re-run's together with the re-run's change past the
+    floor, as ``compare.confirm`` settles it; judged alone: the re-run's)."""
     policy = policy or gate.Policy()
     window = window or history.DEFAULT_NIGHTS
     tally = tally or Tally()
@@ -350,6 +361,7 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
         raise UsageError(f"too few stored processes to deal 4 x {processes} (tonight, its re-run, a second "
                          f"night, a baseline) from: {', '.join(short)}")
     judge = functools.partial(compare.judge_units, threshold=policy.threshold, alpha=policy.alpha)
+    floor = compare.flag_at(policy.threshold, compare.UNIT_PROCESS)
     for _ in range(trials):
         alarms = dict.fromkeys(RESAMPLED_MODES, False)
         for (name, backend), pool in sorted(models.items()):
@@ -360,8 +372,12 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
             for slowdown in (0.0, *slowdowns):
                 factor = 1 + slowdown
                 first = judge(old, new * factor)[0] == compare.SLOWER
+                again, change, _ = judge(old, rerun * factor)
+                together = judge(old, np.concatenate([new, rerun]) * factor)[0] == compare.SLOWER
+                confirmed = again == compare.SLOWER or (together and change >= floor)
                 found = {RESAMPLED: first,
-                         RESAMPLED_AFTER: first and judge(old, rerun * factor)[0] == compare.SLOWER,
+                         RESAMPLED_AFTER: first and confirmed,
+                         RESAMPLED_AFTER_ALONE: first and again == compare.SLOWER,
                          RESAMPLED_TWO: judge(old, np.concatenate([new, second]) * factor)[0] == compare.SLOWER}
                 for mode, hit in found.items():
                     if slowdown:
