@@ -78,7 +78,7 @@ def drifting(tmp_path):
 
 
 @pytest.mark.slow
-def test_tonightto_tonightpasses_every_tonightof_a_slow_drift(drifting, capsys):
+def test_night_to_night_passes_every_night_of_a_slow_drift(drifting, capsys):
     for date in DATES[1:7]:
         assert _gate(drifting, date, "--baseline-nights", "1", "--no-confirm") == 0, date
         verdict = _verdict(drifting, date)
@@ -87,7 +87,7 @@ def test_tonightto_tonightpasses_every_tonightof_a_slow_drift(drifting, capsys):
         assert all(0.0 < c < 0.05 for c in changes), changes  # each step under the threshold
 
 
-def test_the_stable_baseline_catches_the_drift_by_tonight7_and_names_itself(drifting, capsys):
+def test_the_stable_baseline_catches_the_drift_by_night_7_and_names_itself(drifting, capsys):
     codes = {date: _gate(drifting, date, "--no-confirm") for date in DATES[1:7]}
     failed = [date for date, code in codes.items() if code == 1]
     assert failed and failed[0] <= DATES[6], codes
@@ -104,7 +104,7 @@ def test_the_stable_baseline_catches_the_drift_by_tonight7_and_names_itself(drif
     assert all(codes[date] == 1 for date in DATES[1:7] if date >= failed[0])
 
 
-def test_one_noisy_tonightdoes_not_move_the_stable_baseline(tmp_path):
+def test_one_noisy_night_does_not_move_the_stable_baseline(tmp_path):
     """A night 8% off among steady ones: judged against it, tomorrow would
     look 7% faster; against the pooled week it is what it is."""
     for night in range(6):
@@ -157,7 +157,7 @@ def _shard_night(root, date, seed, shards, finished=None, models=("a", "b", "c",
     return root / date
 
 
-def test_a_tonightthat_lost_a_shard_is_partial_and_its_models_missing(tmp_path, capsys):
+def test_a_night_that_lost_a_shard_is_partial_and_its_models_missing(tmp_path, capsys):
     _shard_night(tmp_path, DATES[0], 0, [0, 1])
     night = _shard_night(tmp_path, DATES[1], 1, [0])  # shard 1 never came back
     assert "PARTIAL NIGHT 2026-01-02: shard 1 of 2 lost" in capsys.readouterr().err
@@ -171,7 +171,7 @@ def test_a_tonightthat_lost_a_shard_is_partial_and_its_models_missing(tmp_path, 
     assert "- PARTIAL RUN: shard 1 of 2 lost" in (night / "compare.md").read_text()
 
 
-def test_a_partial_tonightis_never_a_baseline(tmp_path, capsys):
+def test_a_partial_night_is_never_a_baseline(tmp_path, capsys):
     _shard_night(tmp_path, DATES[0], 0, [0, 1])
     _shard_night(tmp_path, DATES[1], 1, [0])
     _shard_night(tmp_path, DATES[2], 2, [0, 1])
@@ -187,7 +187,7 @@ def test_a_partial_tonightis_never_a_baseline(tmp_path, capsys):
     assert "cannot be a baseline (partial: shard 1 of 2 lost)" in capsys.readouterr().err
 
 
-def test_an_unfinished_shard_makes_the_tonightpartial_and_names_the_models_not_run(tmp_path):
+def test_an_unfinished_shard_makes_the_night_partial_and_names_the_models_not_run(tmp_path):
     night = _shard_night(tmp_path, DATES[0], 0, [0, 1], finished={1: False})
     meta = Night.read(night).meta
     assert meta["shards_unfinished"] == [1] and meta["models_not_run"] == ["d"]
@@ -216,12 +216,12 @@ def _regressed(tmp_path):
     return tmp_path
 
 
-def _remeasuring(ratio, calls, seed=99, **night):
-    def remeasure(tonight, keys, out):
+def _remeasuring(ratio, calls, seed=99, **written):
+    def remeasure(night, keys, out):
         calls.append(sorted((k.name, k.backend) for k in keys))
-        _write_night(out.parent.parent / "_rerun", tonight.date, {DRIFT: ratio}, seed=seed, **night)
+        _write_night(out.parent.parent / "_rerun", night.date, {DRIFT: ratio}, seed=seed, **written)
         out.parent.mkdir(parents=True, exist_ok=True)
-        for path in (out.parent.parent / "_rerun" / tonight.date).iterdir():
+        for path in (out.parent.parent / "_rerun" / night.date).iterdir():
             shutil.copy(path, out.parent / path.name)
         return ""
     return remeasure
@@ -368,15 +368,15 @@ def test_the_reruns_keep_to_their_budget(tmp_path, monkeypatch):
     assert gate.remeasure(night, keys[:2], tmp_path / "x.csv", models=10, minutes=60, clock=clock) == ""
 
 
-@pytest.mark.parametrize("tonightflags", [[], ["--only", "squeezenet1_1,resnet18,mobilenet_v2"],
+@pytest.mark.parametrize("night_flags", [[], ["--only", "squeezenet1_1,resnet18,mobilenet_v2"],
                                          ["-k", "^(resnet|mobilenet)"]])
-def test_a_rerun_measures_only_its_model_whatever_the_tonightselected(tonightflags):
+def test_a_rerun_measures_only_its_model_whatever_the_night_selected(night_flags):
     """The re-run of one model of a night run with ``--only`` (as the power
     benchmark's nights are) or ``-k`` measures that model alone, not the
     night's selection again."""
     from benchmarks import cli
 
-    flags = ["--performance", "--use-xla-baseline", *tonightflags]
+    flags = ["--performance", "--use-xla-baseline", *night_flags]
     assert cli.planned_models(flags, ["openxla_eval"], only=["resnet18"]) == ["resnet18"]
 
 
@@ -420,7 +420,7 @@ def test_the_rerun_repeats_the_nights_settings_a_model_at_a_time(tmp_path, monke
 # No baseline
 
 
-def test_a_first_tonightsays_so_in_the_first_line_and_passes(tmp_path, monkeypatch):
+def test_a_first_night_says_so_in_the_first_line_and_passes(tmp_path, monkeypatch):
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     _write_night(tmp_path, DATES[0], {DRIFT: 0.8})
@@ -442,7 +442,7 @@ def test_no_baseline_fails_when_the_results_branch_could_not_be_read(tmp_path):
     assert _verdict(tmp_path, DATES[1])["verdict"].startswith("FAIL (no baseline: the results branch")
 
 
-def test_no_baseline_fails_when_no_earlier_tonightcan_be_read(tmp_path):
+def test_no_baseline_fails_when_no_earlier_night_can_be_read(tmp_path):
     broken = tmp_path / DATES[0] / "performance.csv"
     broken.parent.mkdir()
     broken.write_text("not,a,results,file\n1,2,3,4\n")
@@ -460,7 +460,7 @@ def test_only_partial_earlier_nights_pass_loudly(tmp_path):
     assert text.startswith("# NO BASELINE") and "partial: shard 3 of 4 lost" in text
 
 
-def test_an_ad_hoc_tonightis_never_a_baseline(tmp_path):
+def test_an_ad_hoc_night_is_never_a_baseline(tmp_path):
     """A dispatched night (one model, night.json kind ad-hoc) between two
     scheduled ones: the third is judged against the first alone, and m2
     is not "added"; pinning the ad-hoc night is refused."""
@@ -479,7 +479,7 @@ def test_an_ad_hoc_tonightis_never_a_baseline(tmp_path):
                                        ({"GITHUB_EVENT_NAME": "workflow_dispatch"}, "ad-hoc"),
                                        ({"GITHUB_EVENT_NAME": "push"}, "ad-hoc"),
                                        ({"NIGHTLY_KIND": "ad-hoc"}, "ad-hoc"), ({}, "scheduled")])
-def test_the_merge_records_how_the_tonightstarted(tmp_path, monkeypatch, env, kind):
+def test_the_merge_records_how_the_night_started(tmp_path, monkeypatch, env, kind):
     for name in ("GITHUB_EVENT_NAME", "NIGHTLY_KIND"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
@@ -488,7 +488,7 @@ def test_the_merge_records_how_the_tonightstarted(tmp_path, monkeypatch, env, ki
     assert Night.read(tmp_path / DATES[0]).kind == kind
 
 
-def test_an_unknown_tonightkind_is_bad_input(tmp_path, monkeypatch, capsys):
+def test_an_unknown_night_kind_is_bad_input(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("GITHUB_EVENT_NAME", raising=False)
     monkeypatch.setenv("NIGHTLY_KIND", "nightly")
     full = _write_night(tmp_path / "_full", DATES[0], {DRIFT: 0.8})
@@ -498,7 +498,7 @@ def test_an_unknown_tonightkind_is_bad_input(tmp_path, monkeypatch, capsys):
     assert "NIGHTLY_KIND='nightly'" in capsys.readouterr().err
 
 
-def test_the_next_tonightnames_the_scheduled_nights_that_never_ran(tmp_path):
+def test_the_next_night_names_the_scheduled_nights_that_never_ran(tmp_path):
     """Nights 1 and 2 ran, then nothing until night 5 but an ad-hoc
     dispatch on night 3: night 5's report (and so the run's page) names
     nights 3 and 4 as missing; a night after its predecessor names none."""

@@ -266,12 +266,10 @@ def test_the_step_compiles_the_program_torch_xlas_bridge_compiles(xla, monkeypat
 
     def compiling(tensors, devices):
         # As compiled: a value several tensors hold is one result, where it first comes.
-        seen, values = set(), []
+        values: dict = {}
         for t in tensors:
-            if X._unique_id_for_ir_and_data(t) not in seen:
-                seen.add(X._unique_id_for_ir_and_data(t))
-                values.append(t)
-        programs.append(X._get_xla_tensors_hlo(values))
+            values.setdefault(X._unique_id_for_ir_and_data(t), t)
+        programs.append(X._get_xla_tensors_hlo(list(values.values())))
         return warm_up(tensors, devices)
 
     monkeypatch.setattr(X, "_xla_warm_up_cache", compiling)

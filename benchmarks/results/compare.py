@@ -626,9 +626,8 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
         if second is not None and second.mark == SLOWER:
             confirmed += 1
             rows.append(replace(row, note=_joined(row.note, f"confirmed by a re-run ({measured})")))
-        elif (second is not None and both is not None and both.mark == SLOWER and second.mark == NO_CHANGE
-              and second.unit == both.unit == UNIT_PROCESS
-              and second.change >= flag_at(comparison.threshold, second.unit)):
+        elif (second is not None and both is not None and second.unit == both.unit
+              and confirmed_with_night(second.mark, second.change, both.mark, comparison.threshold, second.unit)):
             confirmed += 1
             rows.append(replace(row, note=_joined(
                 row.note, f"confirmed by a re-run ({measured}) with the night: together "
@@ -645,6 +644,15 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
                           verdict_before=verdict(comparison), exit_code_before=exit_code(comparison),
                           note=note)
     return replace(comparison, rows=rows, confirmation=result)
+
+
+def confirmed_with_night(rerun_mark: str, rerun_change: float, pooled_mark: str, threshold: float,
+                         unit: str) -> bool:
+    """Does a re-run not significant alone confirm a slower row with the
+    night (``confirm``)? The night and the re-run together slower, the
+    re-run's own change past the floor its units flag, per-process units."""
+    return (rerun_mark == NO_CHANGE and pooled_mark == SLOWER and unit == UNIT_PROCESS
+            and rerun_change >= flag_at(threshold, unit))
 
 
 def _joined(*notes: str) -> str:

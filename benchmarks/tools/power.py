@@ -361,7 +361,6 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
         raise UsageError(f"too few stored processes to deal 4 x {processes} (tonight, its re-run, a second "
                          f"night, a baseline) from: {', '.join(short)}")
     judge = functools.partial(compare.judge_units, threshold=policy.threshold, alpha=policy.alpha)
-    floor = compare.flag_at(policy.threshold, compare.UNIT_PROCESS)
     for _ in range(trials):
         alarms = dict.fromkeys(RESAMPLED_MODES, False)
         for (name, backend), pool in sorted(models.items()):
@@ -372,12 +371,16 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
             for slowdown in (0.0, *slowdowns):
                 factor = 1 + slowdown
                 first = judge(old, new * factor)[0] == compare.SLOWER
-                again, change, _ = judge(old, rerun * factor)
-                together = judge(old, np.concatenate([new, rerun]) * factor)[0] == compare.SLOWER
-                confirmed = again == compare.SLOWER or (together and change >= floor)
+                alone = confirmed = False
+                if first:  # a re-run only settles a row the night flagged
+                    again, change, _ = judge(old, rerun * factor)
+                    together = judge(old, np.concatenate([new, rerun]) * factor)[0]
+                    alone = again == compare.SLOWER
+                    confirmed = alone or compare.confirmed_with_night(again, change, together, policy.threshold,
+                                                                      compare.UNIT_PROCESS)
                 found = {RESAMPLED: first,
-                         RESAMPLED_AFTER: first and confirmed,
-                         RESAMPLED_AFTER_ALONE: first and again == compare.SLOWER,
+                         RESAMPLED_AFTER: confirmed,
+                         RESAMPLED_AFTER_ALONE: alone,
                          RESAMPLED_TWO: judge(old, np.concatenate([new, second]) * factor)[0] == compare.SLOWER}
                 for mode, hit in found.items():
                     if slowdown:
