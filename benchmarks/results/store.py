@@ -223,7 +223,9 @@ def _drop_torn_tail(fd: int) -> None:
 
 
 def _write_line(fd: int, line: bytes) -> None:
-    # One write per record: a kill lands before or after it, never inside.
+    # One write per record. A kill lands before or after it, except that
+    # Linux may stop a killed process's write between pages: such a torn
+    # last line is skipped by the readers and cut by the next append.
     written = os.write(fd, line)
     if written != len(line):  # regular files do not short-write; be loud if one does
         raise OSError(f"short write: {written} of {len(line)} bytes")
