@@ -231,7 +231,7 @@ def test_markdown_matches_golden(fixture_comparison):
 def test_markdown_states_rules_verdict_and_summary(fixture_comparison):
     text = compare.render_markdown(fixture_comparison)
     assert "**FAIL (1 slower, 1 new failure, 1 removed)**" in text
-    assert "p<0.05" in text and "fewer than 5 paired samples on a side: inconclusive" in text
+    assert "p<0.05" in text and "fewer than 5 paired samples on a side, or too few units to reach p<0.05: inconclusive" in text
     assert "|change| ≥ 5%" in text and "fails (exit status 1) on any slower, new failure, removed" in text
     assert "1 slower, 1 new failure, 1 removed, 2 inconclusive, 1 faster, 1 fixed, 2 no change" in text
     assert "**removed**" in text and "**inconclusive**" not in text

@@ -13,9 +13,11 @@ BACKEND = "torchxla_trace_once"
 
 
 def _row_and_records(name, *, ratio=0.8, first_call=(1.5, 0.5), host_mb=(900.0, 800.0), status="pass",
-                     seed=0, n=12):
+                     seed=0, n=12, cold=None):
     """A row of ``name`` and its two samples records: steady ratio ``ratio``
-    (1% noise), (backend, baseline) first call in s and peak host MB."""
+    (1% noise), (backend, baseline) first call in s and peak host MB;
+    ``cold``: (backend, baseline) seconds of each cold process, kept as the
+    runner keeps them (the first call is then their medians)."""
     row = dict(dev="cpu", name=name, batch_size=2, backend=BACKEND, baseline="xla", status=status,
                suite="builtin", mode="inference", dtype="fp32", dynamic="static")
     if status != "pass":
@@ -26,8 +28,15 @@ def _row_and_records(name, *, ratio=0.8, first_call=(1.5, 0.5), host_mb=(900.0, 
     row.update(speedup=1 / ratio, abs_latency=1e3 * float(np.median(timed)), compilation_latency=first_call[0],
                peak_host_mb=host_mb[0], baseline_peak_host_mb=host_mb[1])
     keys = {k: row[k] for k in ("suite", "baseline", "dev", "batch_size", "mode", "dtype", "dynamic")}
-    return row, [store.sample_record(name, BACKEND, "baseline", base, first_call_s=first_call[1], **keys),
-                 store.sample_record(name, BACKEND, "backend", timed, first_call_s=first_call[0], **keys)]
+    tries = [{}, {}]
+    if cold is not None:
+        first_call = tuple(float(np.median(c)) for c in cold)
+        row["compilation_latency"] = first_call[0]
+        tries = [{"cold_first_calls_s": list(c)} for c in cold]
+    return row, [store.sample_record(name, BACKEND, "baseline", base, first_call_s=first_call[1], **keys,
+                                     **tries[1]),
+                 store.sample_record(name, BACKEND, "backend", timed, first_call_s=first_call[0], **keys,
+                                     **tries[0])]
 
 
 def _night(folder, entries, file="run.csv"):
@@ -126,15 +135,53 @@ def test_one_baseline_night_is_too_few_for_a_per_run_metric(history):
     assert row.mark == compare.INCONCLUSIVE
 
 
-def test_with_enough_runs_on_both_sides_a_per_run_metric_gets_the_u_test(tmp_path):
+def test_a_test_that_cannot_reach_alpha_leaves_a_per_run_metric_to_the_range(tmp_path):
     olds = _baseline_nights(tmp_path)
     news = [_night(tmp_path / f"new{n}", [("compiles", dict(first_call=(3.0 + n / 10, 0.5)))])
             for n in range(3)]
     policy = policies.Policy("first_call", threshold=0.25, min_samples=3)
     comparison = policies.judge_metric(policy, olds, news)
     row = next(r for r in comparison.rows if r.name == "compiles")
-    assert row.mark == compare.NO_CHANGE and row.p_value == pytest.approx(0.1)  # 3 vs 3: p >= 0.1
-    assert "range" not in row.note
+    # 3 vs 3 cannot give p < 0.05 (at best 0.1): not "no change", but every
+    # new run above every old one by 2x, judged by the range.
+    assert row.mark == compare.SLOWER and "range" in row.note
+
+
+def _cold_nights(tmp_path, tonight_backend, tonight_baseline=(0.50, 0.52, 0.48)):
+    """Three nights of three cold processes a side (1.4-1.6 s against about
+    0.5 s), then tonight's."""
+    olds = [_night(tmp_path / f"2026-01-0{day + 1}", [
+        ("compiles", dict(cold=((1.4 + day / 20, 1.5, 1.6 - day / 20), (0.50, 0.49, 0.51))))])
+        for day in range(3)]
+    new = _night(tmp_path / "2026-01-04", [("compiles", dict(cold=(tonight_backend, tonight_baseline)))])
+    return olds, new
+
+
+def test_the_first_call_pairs_each_cold_process_with_the_baselines_of_its_round(tmp_path):
+    olds, new = _cold_nights(tmp_path, (3.0, 1.5, 2.0), (1.0, 0.5, 0.8))
+    side = next(iter(policies.load_first_calls(new)[0].values()))
+    assert side.backend_s == (3.0, 1.5, 2.0) and side.baseline_s == (1.0, 0.5, 0.8)
+    assert side.ratios == pytest.approx((3.0, 3.0, 2.5))
+    # One pair a night, as judged before: the medians the row reports.
+    one = next(iter(policies.load_first_calls(new, by_process=False)[0].values()))
+    assert one.backend_s == (2.0,) and one.baseline_s == (0.8,)
+
+
+def test_a_night_whose_cold_processes_are_all_slower_fails_the_first_call_by_the_u_test(tmp_path):
+    olds, new = _cold_nights(tmp_path, (3.0, 3.1, 2.9))
+    policy = next(p for p in policies.load_policies() if p.name == "first_call")
+    row = policies.judge_metric(policy, olds, [new]).rows[0]
+    assert row.mark == compare.SLOWER and "range" not in row.note
+    # 3 processes against 9: the U test's p, and the change of the medians of the processes' ratios.
+    assert row.p_value < policy.alpha
+    assert row.ratio == pytest.approx(3.0 / 0.5 / (1.5 / 0.5), rel=0.05)
+
+
+def test_one_slow_cold_process_is_no_first_call_regression(tmp_path):
+    olds, new = _cold_nights(tmp_path, (1.5, 4.0, 1.45))
+    policy = next(p for p in policies.load_policies() if p.name == "first_call")
+    row = policies.judge_metric(policy, olds, [new]).rows[0]
+    assert row.mark == compare.NO_CHANGE and row.change < 0.05
 
 
 def test_the_checked_in_configuration_loads():

@@ -18,7 +18,9 @@ KEY = dict(dev="cpu", batch_size=4, baseline="xla", suite="builtin", mode="infer
 MODELS = {"quiet": 0.003, "noisy": 0.12}
 
 
-def _night(folder, rng, processes=4, repeats=6, slowdown=0.0):
+def _night(folder, rng, processes=4, repeats=6, slowdown=0.0, cold=0):
+    """A night of both MODELS; ``cold``: that many cold processes a side
+    (their first calls 1.3x the baseline's, the model's spread between processes)."""
     folder.mkdir(parents=True)
     rows, records = [], []
     settings = {c: KEY[c] for c in store.SETTING_COLUMNS}
@@ -30,8 +32,17 @@ def _night(folder, rng, processes=4, repeats=6, slowdown=0.0):
         rows.append({**KEY, "name": name, "backend": "b", "status": "pass", "speedup": 1.25,
                      "abs_latency": float(np.median(backend)) * 1e3, "processes": processes})
         sizes = [repeats] * processes
-        records += [{**store.sample_record(name, "b", "baseline", baseline, **settings), "process_repeats": sizes},
-                    {**store.sample_record(name, "b", "backend", backend, **settings), "process_repeats": sizes}]
+        first = [{}, {}]
+        if cold:
+            base_first = 2.0 * (1 + rng.normal(0, 0.05, cold))
+            back_first = base_first * 1.3 * (1 + rng.normal(0, between, cold))
+            first = [{"first_call_s": float(np.median(c)), "cold_first_calls_s": c.tolist()}
+                     for c in (base_first, back_first)]
+            rows[-1]["compilation_latency"] = first[1]["first_call_s"]
+        records += [{**store.sample_record(name, "b", "baseline", baseline, **settings), "process_repeats": sizes,
+                     **first[0]},
+                    {**store.sample_record(name, "b", "backend", backend, **settings), "process_repeats": sizes,
+                     **first[1]}]
     store.append_rows(folder / RESULT, rows)
     store.append_samples(store.samples_path(folder / RESULT), records)
 
@@ -47,6 +58,50 @@ def nights(tmp_path_factory):
         _night(root / date, rng)
         gate.run(root, date, gate.Policy())
     return root, dates
+
+
+@pytest.fixture(scope="module")
+def cold_nights(tmp_path_factory):
+    """Eight identical nights with three cold processes a side."""
+    root = tmp_path_factory.mktemp("cold")
+    rng = np.random.default_rng(1)
+    dates = aa_nights.dates(8)
+    for date in dates:
+        _night(root / date, rng, cold=3)
+    return root, dates
+
+
+def test_a_slowed_night_scales_the_backends_first_calls_by_their_own_factor(tmp_path, cold_nights):
+    root, dates = cold_nights
+    slowed = power.slowed_night(root / dates[0], tmp_path / dates[0], 1.0, 1.5)
+    read = lambda folder: {(r["name"], r["role"]): r  # noqa: E731
+                           for r in store.read_samples(store.samples_path(folder / RESULT))}
+    before, after = read(root / dates[0]), read(slowed)
+    for key in (("quiet", "backend"), ("noisy", "backend")):
+        assert after[key]["cold_first_calls_s"] == pytest.approx([t * 1.5 for t in before[key]["cold_first_calls_s"]])
+        assert after[key]["first_call_s"] == pytest.approx(before[key]["first_call_s"] * 1.5)
+        assert after[key]["samples_s"] == pytest.approx(before[key]["samples_s"])
+    assert after[("quiet", "baseline")] == before[("quiet", "baseline")]
+    assert store.read_rows(slowed / RESULT)["compilation_latency"].tolist() == pytest.approx(
+        (store.read_rows(root / dates[0] / RESULT)["compilation_latency"] * 1.5).tolist())
+
+
+def test_the_first_call_table_counts_both_rules_on_the_same_nights(tmp_path, cold_nights):
+    root, dates = cold_nights
+    tally = power.Tally()
+    power.first_calls(root, dates, 7, (0.25, 1.0), tally, tmp_path)
+    # Per process, the U test needs two baseline nights (3 vs 6 can reach
+    # p < 0.05; 3 vs 3 falls to the range); one pair a night, three.
+    assert tally.judged[power.FIRST_CALL] == 7 and tally.judged[power.FIRST_CALL_ONE] == 7
+    assert tally.alarms[power.FIRST_CALL] == tally.alarms[power.FIRST_CALL_ONE] == 0
+    # Doubled first calls are caught on every row by both rules; at the
+    # threshold (+25%) on some.
+    assert tally.caught[(power.FIRST_CALL, 1.0)] == [14, 14]
+    assert tally.caught[(power.FIRST_CALL_ONE, 1.0)] == [10, 10]  # nights 4-8 have three baseline nights
+    assert 0 < tally.caught[(power.FIRST_CALL, 0.25)][0] < 14
+    text = power.report(tally, (0.05,), {"judging": 1.0}, (0.25, 1.0))
+    assert "first call, per process" in text and "first call, one pair a night" in text
+    assert "+100% caught (rows)" in text
 
 
 def test_a_slowed_night_scales_only_the_backend(tmp_path, nights):

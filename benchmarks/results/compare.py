@@ -402,6 +402,11 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
         found["latency_p"] = _mann_whitney(new.latencies_s, old.latencies_s)
     if min(len(old.ratios), len(new.ratios)) < policy.min_samples:
         return {**found, "mark": INCONCLUSIVE, "note": _why_untested(old, new, policy.min_samples)}
+    if _attainable_p(len(new_ratios), len(old_ratios)) >= policy.alpha:
+        # A test that cannot reach alpha would call every change "no change".
+        return {**found, "mark": INCONCLUSIVE,
+                "note": (f"inconclusive: {len(old_ratios)} vs {len(new_ratios)} units cannot reach "
+                         f"p < {policy.alpha:g}")}
     mark, _, found["p_value"] = judge_units(old_ratios, new_ratios, policy.threshold, policy.alpha, unit)
     found["unit"] = unit
     # How large the change may be, and so the smallest slowdown this row
@@ -802,7 +807,7 @@ def rule(comparison: Comparison) -> str:
         f"between runs cancels); change = median new ratio / median old ratio - 1. "
         f"slower/faster: significant at p<{comparison.alpha:g} (two-sided Mann-Whitney U on the "
         f"ratios) and |change| >= {comparison.threshold:.0%} ({_flag_cell(comparison)} on per-process units); fewer than {comparison.min_samples} "
-        f"paired samples on a side: inconclusive; else no change.{latency} "
+        f"paired samples on a side, or too few units to reach p<{comparison.alpha:g}: inconclusive; else no change.{latency} "
         f"{_units_rule(comparison)} "
         f"The gate fails (exit status 1) on any {', '.join(fails)}.{confirmed}"
     )

@@ -7,8 +7,12 @@ runs: Mann-Whitney U and a threshold).
 * ``speedup``: steady-state latencies, one pair per timed repeat
   (``pairing.load_run``, what ``compare`` has always judged);
 * ``first_call``: the cold first call (``compilation_latency``) of the
-  backend and of the baseline, one pair per run (the ``first_call_s`` of the
-  ``.jsonl``'s two samples records);
+  backend and of the baseline, one pair per cold process: the runner starts
+  several fresh processes per contender, taking turns, and the samples
+  records keep each one's seconds (``cold_first_calls_s``), so the k-th
+  process of the backend is paired with the k-th of the baseline, started in
+  the same round; a run that kept one first call per side (the measuring
+  process's, or an older record) is one pair (``first_call_s``);
 * ``host_memory`` / ``device_memory``: the peak memory of the backend and of
   the baseline (``peak_host_mb`` / ``baseline_peak_host_mb``, the device's
   likewise), one pair per run;
@@ -16,7 +20,9 @@ runs: Mann-Whitney U and a threshold).
   starts failing is a ``new failure``).
 
 A metric with one pair per run needs as many runs per side as the test needs
-samples: pooled nights, or rounds of ``runner.py bisect``.
+samples: pooled nights, or rounds of ``runner.py bisect``.  The first call
+has one pair per cold process: a night's three against the pooled nights'
+are enough for the test (``min_samples: 3`` in ``configs/gate.yaml``).
 """
 from __future__ import annotations
 
@@ -36,7 +42,9 @@ NAN = float("nan")
 Run = tuple[dict[store.ExperimentKey, pairing.Side], pd.DataFrame]
 
 
-def _first_calls(csv_path: str | os.PathLike) -> dict[tuple, float]:
+def _first_calls(csv_path: str | os.PathLike) -> dict[tuple, tuple[float, tuple[float, ...]]]:
+    """Per (experiment key..., role): the first call in s and each cold
+    process's seconds (``()`` when the record kept none)."""
     path = store.samples_path(csv_path)
     if not path.exists():
         return {}
@@ -44,13 +52,28 @@ def _first_calls(csv_path: str | os.PathLike) -> dict[tuple, float]:
     for record in store.read_samples(path):
         if isinstance(record, dict) and record.get("role") in store.SAMPLE_ROLES:
             value = record.get("first_call_s")
+            tries = record.get("cold_first_calls_s") or ()
             found[(*store.experiment_key(record), record["role"])] = (
-                float(value) if store.is_finite(value) else pairing.NAN)
+                float(value) if store.is_finite(value) else pairing.NAN,
+                tuple(float(t) if store.is_finite(t) else pairing.NAN for t in tries))
     return found
 
 
-def load_first_calls(csv_path: str | os.PathLike) -> Run:
-    """A run whose one pair per experiment is (backend, baseline) first call, s."""
+def _first_call_pairs(backend: tuple[float, tuple], baseline: tuple[float, tuple], by_process: bool
+                      ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(backend, baseline) first calls: one per cold process, the k-th of
+    each side together (they started in the same round), when ``by_process``
+    and both sides kept their processes; else the one pair of the record."""
+    if by_process and backend[1] and baseline[1]:
+        n = min(len(backend[1]), len(baseline[1]))
+        return backend[1][:n], baseline[1][:n]
+    return (backend[0],), (baseline[0],)
+
+
+def load_first_calls(csv_path: str | os.PathLike, by_process: bool = True) -> Run:
+    """A run whose pairs are (backend, baseline) first calls, s: one per cold
+    process (``_first_call_pairs``; ``by_process=False``: one per run, the
+    medians the row reports, as the gate judged before it kept each process)."""
     run, df = pairing.load_run(csv_path)
     calls = _first_calls(csv_path)
     view = {}
@@ -58,8 +81,8 @@ def load_first_calls(csv_path: str | os.PathLike) -> Run:
         # A version-1 samples record names only its (name, backend).
         pair = tuple(calls.get((*key, role), calls.get((*key.pair_only(), role)))
                      for role in ("backend", "baseline"))
-        samples = ((pair[0],), (pair[1],)) if None not in pair else ((), ())
-        view[key] = replace(side, backend_s=samples[0], baseline_s=samples[1])
+        samples = _first_call_pairs(pair[0], pair[1], by_process) if None not in pair else ((), ())
+        view[key] = replace(side, backend_s=samples[0], baseline_s=samples[1], process_repeats=())
     return view, df
 
 
@@ -129,7 +152,8 @@ class Policy:
     rate, in points, that passes); ``alpha`` and ``min_samples``: the U
     test's level and the samples each side needs for it; a metric with one
     pair per run and fewer samples than that on the new side is judged by
-    its range instead (``min_baseline`` runs at least: see ``judge``);
+    its range instead (``min_baseline`` baseline pairs at least: see
+    ``judge_metric``);
     ``confirm``: whether a regression is measured again before it fails
     the night."""
 
@@ -235,7 +259,8 @@ def _range_row(row, old: pairing.Side | None, new: pairing.Side | None, policy: 
 
 
 def judge_metric(policy: Policy, olds: Sequence, news: Sequence, **compare_kwargs):
-    """``compare.compare`` of the metric's view: the U test where both
+    """``compare.compare`` of the metric's view (``load=``: another view of
+    it, e.g. the first call one pair a night): the U test where both
     sides have ``min_samples`` pairs; a one-pair-per-run metric with fewer
     on the new side (one night) is ``slower`` when its new ratio is above
     every baseline run's and above their median by ``threshold`` (faster
@@ -246,13 +271,13 @@ def judge_metric(policy: Policy, olds: Sequence, news: Sequence, **compare_kwarg
     metric = METRICS[policy.name]
     # Leaving a far night out of the pool is the steady ratio's rule; the
     # other metrics keep every night (the cold first call is noisy night to night).
-    compare_kwargs = {"leave_out": policy.name == "speedup", **compare_kwargs}
+    compare_kwargs = {"leave_out": policy.name == "speedup", "load": metric.load, **compare_kwargs}
     comparison = compare.compare(list(olds), list(news), policy.threshold, policy.alpha, policy.min_samples,
-                                 load=metric.load, **compare_kwargs)
+                                 **compare_kwargs)
     if metric.per_repeat:
         return comparison
-    old, _ = pairing.load_baseline(list(olds), metric.load)
-    new, _ = pairing.load_baseline(list(news), metric.load)
+    old, _ = pairing.load_baseline(list(olds), compare_kwargs["load"])
+    new, _ = pairing.load_baseline(list(news), compare_kwargs["load"])
     rows = [_range_row(row, old.get(row.key), new.get(row.key), policy) if row.mark == compare.INCONCLUSIVE
             else row for row in comparison.rows]
     ratios = [row.ratio for row in rows if row.mark in compare.MEASURED_MARKS and store.is_finite(row.change)]

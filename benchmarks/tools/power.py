@@ -40,6 +40,15 @@ Gate modes, each counted over the same nights:
 * ``two nights``: tonight and last night pooled, against the K nights before
   last night: a slowdown that persisted two nights judged on both together.
 
+The first call (``configs/gate.yaml``'s ``first_call`` policy), judged again
+from each night's files, on its own table: false alarms on the identical
+nights, and rows caught with every backend's cold first calls scaled by
+``--first-call-slowdowns`` (default +25%, its threshold, and +50%):
+
+* ``first call, per process``: its pairs one per cold process (the gate's);
+* ``first call, one pair a night``: the medians the row reports, one pair a
+  night, judged by the range of the baseline nights (the rule before).
+
 ``--resample TRIALS`` also replays the gate's rule (``compare.judge_units``)
 on TRIALS nights made of the stored nights' processes (``resampled``): many
 more trials than nights, at any number of processes (``--resample-processes``)
@@ -76,7 +85,7 @@ from tabulate import tabulate
 from benchmarks.cli import flags
 from benchmarks.nightly import gate, history
 from benchmarks.nightly.night import NIGHT_FILE, RESULT
-from benchmarks.results import compare, pairing, store
+from benchmarks.results import compare, pairing, policies, store
 from benchmarks.tools import aa_nights
 from benchmarks.usage import Parser, UsageError, guarded
 
@@ -92,6 +101,10 @@ AFTER = "gate, after re-run"
 AFTER_ALONE = "gate, after re-run, judged alone"
 TWO_NIGHTS = "two nights"
 MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, EVERY_NIGHT, BEFORE, BEFORE_ANY, AFTER, AFTER_ALONE, TWO_NIGHTS)
+DEFAULT_FIRST_CALL_SLOWDOWNS = (0.25, 0.50)
+FIRST_CALL = "first call, per process"
+FIRST_CALL_ONE = "first call, one pair a night"
+FIRST_CALL_MODES = {FIRST_CALL: True, FIRST_CALL_ONE: False}  # mode: its pairs by process
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,6 +119,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="run no night: judge the nights already under ROOT")
     p.add_argument("--slowdowns", default=",".join(f"{s:g}" for s in DEFAULT_SLOWDOWNS),
                    help="slowdowns to inject, as fractions (default 0.03,0.05,0.1,0.2)")
+    p.add_argument("--first-call-slowdowns", default=",".join(f"{s:g}" for s in DEFAULT_FIRST_CALL_SLOWDOWNS),
+                   help="slowdowns of the cold first calls to inject (default 0.25,0.5)")
     p.add_argument("--resample", type=int, default=0, metavar="TRIALS",
                    help="also replay the gate's rule on TRIALS nights resampled from the nights' processes "
                         "(default 0: none)")
@@ -125,13 +140,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_slowdowns(text: str) -> tuple[float, ...]:
+def parse_slowdowns(text: str, flag: str = "--slowdowns") -> tuple[float, ...]:
     try:
         values = tuple(float(v) for v in text.split(",") if v.strip())
     except ValueError:
-        raise UsageError(f"--slowdowns takes fractions separated by commas (0.05 = 5%), got {text!r}") from None
+        raise UsageError(f"{flag} takes fractions separated by commas (0.05 = 5%), got {text!r}") from None
     if not values or not all(0 < v < 10 for v in values):
-        raise UsageError(f"--slowdowns takes positive fractions (0.05 = 5%), got {text!r}")
+        raise UsageError(f"{flag} takes positive fractions (0.05 = 5%), got {text!r}")
     return values
 
 
@@ -139,21 +154,37 @@ def parse_slowdowns(text: str) -> tuple[float, ...]:
 # A night slowed on paper
 
 
-def slowed_night(src: Path, dst: Path, factor: float) -> Path:
+def _scaled(values, factor: float):
+    return [v * factor if v is not None else None for v in values or ()]
+
+
+def _slowed_record(record: dict, factor: float, first_call_factor: float) -> dict:
+    if record.get("role") != "backend":
+        return record
+    slowed = {**record, "samples_s": _scaled(record.get("samples_s"), factor)}
+    if record.get("first_call_s") is not None:
+        slowed["first_call_s"] = record["first_call_s"] * first_call_factor
+    if record.get("cold_first_calls_s"):
+        slowed["cold_first_calls_s"] = _scaled(record["cold_first_calls_s"], first_call_factor)
+    return slowed
+
+
+def slowed_night(src: Path, dst: Path, factor: float, first_call_factor: float = 1.0) -> Path:
     """A copy of the night in ``src`` at ``dst`` with every backend's samples
-    (and the CSV's latency and speedup) scaled by ``factor``; the baseline's
-    samples as they were.  Returns ``dst``."""
+    (and the CSV's latency and speedup) scaled by ``factor``, and its first
+    calls (each cold process's, and the CSV's ``compilation_latency``) by
+    ``first_call_factor``; the baseline's as they were.  Returns ``dst``."""
     dst.mkdir(parents=True, exist_ok=True)
     if (src / NIGHT_FILE).is_file():
         shutil.copyfile(src / NIGHT_FILE, dst / NIGHT_FILE)
     rows = store.read_rows(src / RESULT)
-    for column, scale in (("abs_latency", factor), ("speedup", 1 / factor)):
+    for column, scale in (("abs_latency", factor), ("speedup", 1 / factor),
+                          ("compilation_latency", first_call_factor)):
         if column in rows:
             rows[column] = rows[column] * scale
     rows.to_csv(dst / RESULT, index=False)
     records = store.read_samples(store.samples_path(src / RESULT))
-    scaled = [{**r, "samples_s": [s * factor if s is not None else None for s in r.get("samples_s") or ()]}
-              if r.get("role") == "backend" else r for r in records]
+    scaled = [_slowed_record(r, factor, first_call_factor) for r in records]
     out = store.samples_path(dst / RESULT)
     out.write_text("".join(json.dumps(r) + "\n" for r in scaled), encoding="utf-8")
     return dst
@@ -299,6 +330,41 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
 
 
 # --------------------------------------------------------------------------
+# The first call
+
+
+def first_call_policy() -> "policies.Policy":
+    """The gate's first-call policy (``configs/gate.yaml``)."""
+    found = [p for p in policies.load_policies() if p.name == "first_call"]
+    return found[0] if found else policies.Policy("first_call", 0.25, min_samples=3)
+
+
+def _first_call_slower(policy, baseline_runs, night: Path, by_process: bool) -> dict:
+    load = functools.partial(policies.load_first_calls, by_process=by_process)
+    return _slower(policies.judge_metric(policy, list(baseline_runs), [night], load=load))
+
+
+def first_calls(root: Path, dates: Sequence[str], window: int, slowdowns: Sequence[float], tally: Tally,
+                scratch: Path, exclude: Collection[str] = ()) -> None:
+    """The first-call policy on each judged night (``FIRST_CALL_MODES``):
+    a false alarm when a row is slower; then with every backend's first
+    calls scaled by each of ``slowdowns``, the rows caught."""
+    policy = first_call_policy()
+    nights = judged_nights(root, dates, window, exclude)
+    for date, baseline in nights:
+        for mode, by_process in FIRST_CALL_MODES.items():
+            tally.alarm(mode, any(_first_call_slower(policy, baseline.runs, root / date / RESULT, by_process)
+                                  .values()))
+    for slowdown in slowdowns:
+        slowed_root = scratch / f"first-call-{slowdown:g}"
+        for date, baseline in nights:
+            night = slowed_night(root / date, slowed_root / date, 1.0, 1 + slowdown) / RESULT
+            for mode, by_process in FIRST_CALL_MODES.items():
+                for hit in _first_call_slower(policy, baseline.runs, night, by_process).values():
+                    tally.count((mode, slowdown), hit)
+
+
+# --------------------------------------------------------------------------
 # Resampled nights: more trials from the processes the nights measured
 
 RESAMPLED = "resampled, before re-run"
@@ -402,24 +468,34 @@ def _rate(found: list[int] | None) -> str:
     return f"{found[0]}/{found[1]} ({found[0] / found[1]:.0%})"
 
 
-def report(tally: Tally, slowdowns: Sequence[float], seconds: dict[str, float]) -> str:
-    modes = [m for m in (*MODES, *RESAMPLED_MODES) if m in tally.judged or any(k[0] == m for k in tally.caught)]
+def _modes_table(tally: Tally, modes: Sequence[str], slowdowns: Sequence[float], what: str) -> str:
+    shown = [m for m in modes if m in tally.judged or any(k[0] == m for k in tally.caught)]
     table = [[mode, _rate([tally.alarms.get(mode, 0), tally.judged.get(mode, 0)]),
-              *[_rate(tally.caught.get((mode, s))) for s in slowdowns]] for mode in modes]
-    headers = ["gate mode", "false alarms (nights)", *[f"+{s:.0%} caught (rows)" for s in slowdowns]]
+              *[_rate(tally.caught.get((mode, s))) for s in slowdowns]] for mode in shown]
+    headers = [what, "false alarms (nights)", *[f"+{s:.0%} caught (rows)" for s in slowdowns]]
+    return tabulate(table, headers=headers, disable_numparse=True)
+
+
+def report(tally: Tally, slowdowns: Sequence[float], seconds: dict[str, float],
+           first_call_slowdowns: Sequence[float] = ()) -> str:
     models = sorted({k[:2] for k in tally.caught if len(k) == 3})
     per_model = [[name, backend, *[_rate(tally.caught.get((name, backend, s))) for s in slowdowns]]
                  for name, backend in models]
     wall = ", ".join(f"{what} {s:.0f} s" for what, s in seconds.items())
-    return (tabulate(table, headers=headers, disable_numparse=True) + "\n\n"
+    first = ""
+    if any(m in tally.judged for m in FIRST_CALL_MODES):
+        first = ("\n\nthe first call (its policy, before re-run; slowdowns of the cold first calls):\n"
+                 + _modes_table(tally, tuple(FIRST_CALL_MODES), first_call_slowdowns, "first-call rule"))
+    return (_modes_table(tally, (*MODES, *RESAMPLED_MODES), slowdowns, "gate mode") + "\n\n"
             f"caught by the gate (before its re-run), per model:\n"
             + tabulate(per_model, headers=["model", "backend", *[f"+{s:.0%}" for s in slowdowns]],
                        disable_numparse=True)
-            + f"\n\nwall time: {wall}\n")
+            + first + f"\n\nwall time: {wall}\n")
 
 
 def measure_power(root: Path, dates: Sequence[str], slowdowns: Sequence[float], policy=None,
-                  window: int | None = None, exclude: Collection[str] = ()) -> Tally:
+                  window: int | None = None, exclude: Collection[str] = (),
+                  first_call_slowdowns: Sequence[float] = DEFAULT_FIRST_CALL_SLOWDOWNS) -> Tally:
     """The false alarms and detections of the nights ``dates`` under
     ``root``; those in ``exclude`` are not judged but stay in the baselines
     of the nights after them, as the gate had them."""
@@ -429,6 +505,7 @@ def measure_power(root: Path, dates: Sequence[str], slowdowns: Sequence[float], 
     false_alarms(root, dates, window, policy, tally, exclude)
     with tempfile.TemporaryDirectory(prefix="power-") as scratch:
         detections(root, dates, window, policy, slowdowns, tally, Path(scratch), exclude)
+        first_calls(root, dates, window, first_call_slowdowns, tally, Path(scratch), exclude)
     return tally
 
 
@@ -436,6 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         slowdowns = parse_slowdowns(args.slowdowns)
+        first_call_slowdowns = parse_slowdowns(args.first_call_slowdowns, "--first-call-slowdowns")
         exclude = [d for d in args.exclude.split(",") if d]
         if args.resample < 0 or args.resample_processes < 1 or args.resample_repeats < 1:
             raise UsageError("--resample takes a number of nights >= 0, --resample-processes and "
@@ -460,7 +538,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             raise UsageError(f"--exclude {','.join(unknown)}: no such night under {args.root}")
         judging = time.monotonic()
-        tally = measure_power(args.root, dates, slowdowns, exclude=exclude) if args.real_nights else Tally()
+        tally = (measure_power(args.root, dates, slowdowns, exclude=exclude,
+                               first_call_slowdowns=first_call_slowdowns) if args.real_nights else Tally())
         seconds["judging"] = time.monotonic() - judging
         if args.resample:
             judging = time.monotonic()
@@ -470,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 time.monotonic() - judging)
         print(f"{len(dates)} identical night(s) under {args.root}"
               + (f"; not judged (--exclude): {', '.join(exclude)}" if exclude else ""))
-        print(report(tally, slowdowns, seconds), end="")
+        print(report(tally, slowdowns, seconds, first_call_slowdowns), end="")
         return code
 
     return guarded(PROG, body)
