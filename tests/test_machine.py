@@ -41,5 +41,8 @@ def test_every_row_records_the_cpu(tmp_path, fault_models, capsys):
     assert sorted(zip(df["name"], df["status"])) == [("ok_mlp", "pass"), ("raise_on_load", "model_fail_to_load")]
     assert set(df["cpu_model"]) == {provenance.cpu_model()}
     assert set(df["cpu_count"]) == {os.cpu_count()}
-    assert set(df["schema_version"]) == {store.SCHEMA_VERSION} == {9}
+    assert set(df["schema_version"]) == {store.SCHEMA_VERSION} == {10}
+    # Version 10: how busy other processes kept the machine while it was timed.
+    assert (df.loc[df["status"] == "pass", "other_cores"] >= 0).all()
+    assert df.loc[df["status"] != "pass", "other_cores"].isna().all()
     assert set(df["inputs"]) == {"fixed"}  # version 7: the row says which inputs it timed

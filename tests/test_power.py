@@ -104,6 +104,26 @@ def test_the_first_call_table_counts_both_rules_on_the_same_nights(tmp_path, col
     assert "+100% caught (rows)" in text
 
 
+def test_loaded_nights_are_named_and_excluded_above_the_cores_given(tmp_path, nights, capsys):
+    import shutil
+
+    root, dates = nights
+    shutil.copytree(root, tmp_path / "nights")
+    root = tmp_path / "nights"
+    for date, load in ((dates[2], 1.4), (dates[3], 0.05)):
+        rows = store.read_rows(root / date / RESULT)
+        rows["other_cores"] = load
+        rows.to_csv(root / date / RESULT, index=False)
+    assert power.night_loads(root, dates) == {**dict.fromkeys(dates), dates[2]: 1.4, dates[3]: 0.05}
+    assert power.main(["--judge-only", "--nights", "6", "--root", str(root), "--slowdowns", "0.2",
+                       "--exclude-loaded", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert f"not judged, loaded (--exclude-loaded 0.5): {dates[2]}\n" in out
+    assert f"while a row was timed): {dates[2]} 1.40, {dates[3]} 0.05" in out
+    # Five nights have a baseline; the loaded one is not judged.
+    assert "gate, before re-run               0/4 (0%)" in out
+
+
 def test_a_slowed_night_scales_only_the_backend(tmp_path, nights):
     root, dates = nights
     slowed = power.slowed_night(root / dates[0], tmp_path / dates[0], 1.1)
@@ -231,6 +251,7 @@ def test_cli_judges_nights_already_there(nights, capsys):
     (["--slowdowns", "x"], "--slowdowns takes fractions"),
     (["--slowdowns", "-0.1"], "--slowdowns takes positive fractions"),
     (["--nights", "2"], "--nights must be at least 3"),
+    (["--exclude-loaded", "-1"], "--exclude-loaded takes a number of cores >= 0"),
     (["--resample", "-1"], "--resample takes a number of nights >= 0"),
     (["--resample-repeats", "0"], "--resample-repeats numbers >= 1"),
     (["--judge-only", "--root", "/nonexistent/power"], "--judge-only: no nights under"),

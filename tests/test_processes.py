@@ -70,8 +70,8 @@ KEY = dict(dev="cpu", name="m", batch_size=4, baseline="xla", suite="builtin", m
            dtype="fp32", dynamic="static", inputs="random")
 
 
-def _part(baseline_s, backend_s, status="pass", backend="b", error=""):
-    row = {**KEY, "backend": backend, "status": status, "compilation_latency": 1.5}
+def _part(baseline_s, backend_s, status="pass", backend="b", error="", other_cores=None):
+    row = {**KEY, "backend": backend, "status": status, "compilation_latency": 1.5, "other_cores": other_cores}
     if status != "pass":
         return ModelResult(rows=[{**row, "error": error}])
     settings = {c: KEY[c] for c in store.SETTING_COLUMNS}
@@ -92,6 +92,14 @@ def test_join_concatenates_samples_and_records_each_process():
     assert row["speedup"] == 1.0 and row["processes"] == 3 and row["repeats_used"] == 9
     assert row["speedup_ci_low"] <= 0.5 + 1e-9 and row["speedup_ci_high"] >= 2.0 - 1e-9
     assert row["compilation_latency"] == 1.5  # the first process's other columns
+
+
+def test_the_load_of_other_processes_is_the_mean_over_the_processes_that_recorded_it():
+    parts = [_part([1.0] * 3, [1.0] * 3, other_cores=c) for c in (0.1, 1.3, None)]
+    (row,) = processes.join(parts, 3).rows
+    assert row["other_cores"] == pytest.approx(0.7)
+    (row,) = processes.join([_part([1.0] * 3, [1.0] * 3)], 1).rows
+    assert row["other_cores"] is None  # not recorded: unknown, not quiet
 
 
 def test_a_failure_in_any_process_is_the_row():

@@ -86,7 +86,11 @@ import pandas as pd
 #      are read with them made the same way from the columns they recorded
 #      (empty where those are: version 1 recorded no memory).  --resume on
 #      an older file gives it today's header first (store.upgrade_header).
-SCHEMA_VERSION = 9
+# 10 -- rows say how busy other processes kept the machine while they were
+#      timed: other_cores (``benchmarks.run.machine_load``; the mean over the
+#      row's processes).  Rows of versions 1-9 did not record it: read empty
+#      (unknown), not as a quiet machine.
+SCHEMA_VERSION = 10
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -209,6 +213,8 @@ COLUMNS: list[Column] = [
     Column("eager_peak_mem", "float64", required=False),  # the reference's peak memory, GB (10**9 bytes)
     Column("dynamo_peak_mem", "float64", required=False),  # the backend's, GB
     Column("compression_ratio", "float64", required=False),  # eager_peak_mem / dynamo_peak_mem
+    # Version 10: the machine's load.
+    Column("other_cores", "float64", required=False),  # cores other processes kept busy while timed (mean)
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]

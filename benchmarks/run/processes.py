@@ -16,8 +16,9 @@ order, with ``process_repeats`` (the samples each process gave) on both
 samples records; a row whose timings are recomputed over all of them
 (``timing_fields``: the speedup is the median of the per-process speedups and
 its 95% interval a bootstrap over processes, so it is as wide as the spread
-between processes); the first process's other columns (first calls, compiler
-metrics, memory).  An experiment that failed in any process is that failure
+between processes; ``other_cores``, the load of other processes while it was
+timed, the mean over processes); the first process's other columns (first
+calls, compiler metrics, memory).  An experiment that failed in any process is that failure
 (its error says in which process).  Only the first process times cold and warm
 starts and writes profiles and HLO: the others time repeats only.  Once no
 experiment of the model passes, no further process is started.
@@ -86,9 +87,12 @@ def join(parts: list[ModelResult], processes: int) -> ModelResult:
                   for role, rs in records.items()}
         for role, rs in records.items():
             joined.samples.append({**rs[0], "samples_s": pooled[role], "process_repeats": sizes})
+        loads = [by_key[i][key].get("other_cores") for i in present]
+        loads = [float(x) for x in loads if store.is_finite(x)]
         joined.rows.append({**row, "processes": len(present),
                             **timing_fields(pooled["baseline"], pooled["backend"], sizes,
-                                            stop=row.get("repeat_stop"))})
+                                            stop=row.get("repeat_stop")),
+                            "other_cores": round(sum(loads) / len(loads), 3) if loads else None})
     return joined
 
 

@@ -57,7 +57,7 @@ import torch
 import torch._dynamo
 from torch.utils import _pytree as pytree
 
-from benchmarks.run import accuracy, coldstart, placement, probes, suite
+from benchmarks.run import accuracy, coldstart, machine_load, placement, probes, suite
 from benchmarks.results import store, stats
 from benchmarks.run.config import RunConfig
 from benchmarks.run.measure import measure
@@ -204,10 +204,12 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
     result = ModelResult()
     contenders = [baseline_contender] + _backend_contenders(config, module, bases, result)
     probes_of = {r.name: r.probe for r in contenders}
+    others = machine_load.OtherLoad()
     timings = measure(contenders, draw, warmup=config.warmup, repeat=config.repeat,
                       randomize=config.randomize_input, shapes=range(len(benches)),
                       max_time=config.max_time, min_repeat=config.min_repeat,
                       enough=_precise_enough(config.target_ci))
+    other_cores = others.cores()
     baseline = timings.pop(BASELINE_KEY)
     if not baseline.ok:
         return failed(config, bases, failure_status(baseline.error, "eager_fail_to_run"), baseline.error)
@@ -226,6 +228,7 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
                    **_cache_fields(config, probes_of[backend].summary(shape)),
                    **first.fields,
                    **_baseline_fields(baseline_summary),
+                   "other_cores": other_cores,
                    **warm.get((backend, shape), {})}
             result.rows.append({**row, **_memory_ratios(row), **headroom(row), **store.pytorch_columns(row)})
             # Each row gets its own pair of records: the baseline samples it

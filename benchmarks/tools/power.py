@@ -59,7 +59,10 @@ precision a rule needs can be read off nights already run.
 machine was not quiet, which a reader is told about where the result is
 quoted.  They stay in the pooled baselines of the nights after them (the
 gate had them there), out of the two-night pairs, the re-run stand-ins and
-the resampled processes.
+the resampled processes.  Each night's load is printed: the most cores
+other processes kept busy while one of its rows was timed (``other_cores``,
+rows of schema version 10 on); ``--exclude-loaded CORES`` excludes the
+nights above CORES as ``--exclude`` does.
 
 Printed: the false alarms of each mode, the slowdowns caught per mode and
 size, and per model and size for the gate, and the wall time.  Exit status:
@@ -133,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="comma-separated nights not to judge (say why where the result is quoted: a machine "
                         "that was not quiet); they stay in the baselines of the nights after them, as the gate "
                         "had them, and out of the resampled processes")
+    p.add_argument("--exclude-loaded", type=float, default=None, metavar="CORES",
+                   help="also exclude the nights where other processes kept more than CORES cores busy while a "
+                        "row was timed (their rows' other_cores)")
     p.add_argument("--real-nights", action=argparse.BooleanOptionalAction, default=True,
                    help="judge the nights themselves (default); --no-real-nights: only the resampled ones")
     p.add_argument("runner_args", nargs="*",
@@ -330,6 +336,29 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
 
 
 # --------------------------------------------------------------------------
+# Which nights were quiet
+
+
+def night_loads(root: Path, dates: Sequence[str]) -> dict[str, float | None]:
+    """Per night: the most cores other processes kept busy while one of its
+    rows was timed (``other_cores``); None where its rows did not record it."""
+    found = {}
+    for date in dates:
+        path = root / date / RESULT
+        rows = store.read_rows(path) if path.is_file() else None
+        loads = rows["other_cores"].dropna() if rows is not None and "other_cores" in rows else ()
+        found[date] = float(max(loads)) if len(loads) else None
+    return found
+
+
+def loads_line(loads: dict[str, float | None]) -> str:
+    """``load (...): 2000-01-08 0.04, ...`` for the nights that recorded it."""
+    known = [f"{date} {load:.2f}" for date, load in loads.items() if load is not None]
+    return ("load (the most cores other processes kept busy while a row was timed): " + ", ".join(known) + "\n"
+            if known else "")
+
+
+# --------------------------------------------------------------------------
 # The first call
 
 
@@ -518,6 +547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.resample < 0 or args.resample_processes < 1 or args.resample_repeats < 1:
             raise UsageError("--resample takes a number of nights >= 0, --resample-processes and "
                              "--resample-repeats numbers >= 1")
+        if args.exclude_loaded is not None and not args.exclude_loaded >= 0:
+            raise UsageError(f"--exclude-loaded takes a number of cores >= 0, got {args.exclude_loaded:g}")
         if args.nights < 3:
             raise UsageError(f"--nights must be at least 3 (two to judge, one its re-run), got {args.nights}")
         if args.root.exists() and not args.root.is_dir():
@@ -537,6 +568,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         unknown = [d for d in exclude if d not in dates]
         if unknown:
             raise UsageError(f"--exclude {','.join(unknown)}: no such night under {args.root}")
+        loads = night_loads(args.root, dates)
+        loaded = [] if args.exclude_loaded is None else [
+            d for d, load in loads.items() if load is not None and load > args.exclude_loaded and d not in exclude]
+        named, exclude = list(exclude), exclude + loaded
         judging = time.monotonic()
         tally = (measure_power(args.root, dates, slowdowns, exclude=exclude,
                                first_call_slowdowns=first_call_slowdowns) if args.real_nights else Tally())
@@ -548,7 +583,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             seconds[f"{args.resample} resampled nights of {args.resample_processes} x {args.resample_repeats}"] = (
                 time.monotonic() - judging)
         print(f"{len(dates)} identical night(s) under {args.root}"
-              + (f"; not judged (--exclude): {', '.join(exclude)}" if exclude else ""))
+              + (f"; not judged (--exclude): {', '.join(named)}" if named else "")
+              + (f"; not judged, loaded (--exclude-loaded {args.exclude_loaded:g}): {', '.join(loaded)}"
+                 if loaded else ""))
+        print(loads_line(loads), end="")
         print(report(tally, slowdowns, seconds, first_call_slowdowns), end="")
         return code
 
