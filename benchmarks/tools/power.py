@@ -364,8 +364,7 @@ def loads_line(loads: dict[str, float | None]) -> str:
 
 def first_call_policy() -> "policies.Policy":
     """The gate's first-call policy (``configs/gate.yaml``)."""
-    found = [p for p in policies.load_policies() if p.name == "first_call"]
-    return found[0] if found else policies.Policy("first_call", 0.25, min_samples=3)
+    return next(p for p in policies.load_policies() if p.name == "first_call")
 
 
 def _first_call_slower(policy, baseline_runs, night: Path, by_process: bool) -> dict:
