@@ -553,6 +553,8 @@ def test_cli_gate_flags(capsys, tmp_path):
     (["--threshold", "-0.1"], "--threshold must be a number >= 0"),
     (["--threshold", "nan"], "--threshold must be a number >= 0"),
     (["--threshold", "x"], "invalid float value"),
+    (["--max-other-cores", "-1"], "--max-other-cores must be a number of cores >= 0"),
+    (["--max-other-cores", "nan"], "--max-other-cores must be a number of cores >= 0"),
 ])
 def test_cli_bad_values_are_exit_2(capsys, flags, message):
     assert cli.main(["compare", str(OLD), str(NEW), *flags]) == 2

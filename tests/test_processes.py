@@ -132,13 +132,15 @@ def test_spread_runs_each_process_and_stops_once_nothing_passes():
 # Reading runs per process, and the gate's test
 
 
-def _write(path, chunks, backend="b"):
+def _write(path, chunks, backend="b", other_cores=None):
     """A run of one model whose samples came from processes: ``chunks`` is
-    a list of per-process backend/baseline ratios over a steady baseline."""
+    a list of per-process backend/baseline ratios over a steady baseline;
+    ``other_cores``: the load its row recorded (None: not recorded)."""
     baseline = [0.01 * (1 + 0.001 * i) for i, _ in enumerate(r for c in chunks for r in c)]
     backend_s = [b * r for b, r in zip(baseline, (r for c in chunks for r in c))]
     sizes = [len(c) for c in chunks]
-    row = {**KEY, "backend": backend, "status": "pass", "speedup": 1.0, "abs_latency": 10.0}
+    row = {**KEY, "backend": backend, "status": "pass", "speedup": 1.0, "abs_latency": 10.0,
+           "other_cores": other_cores}
     store.append_rows(path, [row])
     settings = {c: KEY[c] for c in store.SETTING_COLUMNS}
     store.append_samples(store.samples_path(path), [
@@ -311,14 +313,15 @@ def test_per_repeat_units_keep_the_whole_threshold(tmp_path):
 # A pooled baseline leaves out a night far from the others
 
 
-def _nights(tmp_path, levels, rng, processes=7):
+def _nights(tmp_path, levels, rng, processes=7, loads=None):
     """One run per night (folder ``2000-01-0N``), each night's processes
-    around its own ``level``."""
+    around its own ``level``; ``loads``: each night's ``other_cores``."""
     paths = []
     for number, level in enumerate(levels, start=1):
         folder = tmp_path / f"2000-01-0{number}"
         folder.mkdir()
-        paths.append(_write(folder / "performance.csv", _processes(rng, processes, 4, level, between=0.01)))
+        paths.append(_write(folder / "performance.csv", _processes(rng, processes, 4, level, between=0.01),
+                            other_cores=loads[number - 1] if loads else None))
     return paths
 
 
@@ -367,3 +370,65 @@ def test_other_metrics_keep_every_night(tmp_path):
     for name in sorted(set(policies.METRICS) - {"speedup"}):
         comparison = policies.judge_metric(policies.Policy(name, 0.05), olds, [new])
         assert all("left out" not in row.note for row in comparison.rows), name
+
+
+# --------------------------------------------------------------------------
+# A row timed on a loaded machine
+
+
+@pytest.mark.parametrize("level", [1.10, 1.0])
+def test_a_row_timed_on_a_loaded_machine_is_inconclusive(tmp_path, level):
+    """Other processes busy beside the night (a test suite: 0.68 cores) move
+    the ratio by a few percent: neither a 10% slowdown nor no change can be
+    told from it.  The same night quiet (0.02), or read with the load not
+    judged, is tested as before; a night that recorded no load is judged."""
+    rng = np.random.default_rng(19)
+    olds = _nights(tmp_path, [1.0] * 4, rng, loads=[0.01] * 4)
+    chunks = _processes(rng, 6, 4, level, between=0.01)
+    expected = compare.SLOWER if level > 1 else compare.NO_CHANGE
+    for name, cores, mark in (("loaded", 0.68, compare.INCONCLUSIVE), ("quiet", 0.02, expected),
+                              ("unknown", None, expected)):
+        new = _write(tmp_path / f"{name}.csv", chunks, other_cores=cores)
+        (row,) = compare.compare(olds, new).rows
+        assert row.mark == mark, name
+        assert ("timed on a loaded machine: other processes kept NEW 0.68 cores busy" in row.note) == (name == "loaded")
+        assert np.isfinite(row.detectable) == (name != "loaded")
+        assert np.isfinite(row.change)  # the change stays as information
+    (unjudged,) = compare.compare(olds, tmp_path / "loaded.csv", loaded=None).rows
+    assert unjudged.mark == expected
+
+
+def test_loaded_baseline_nights_leave_the_pool_while_a_quiet_one_stays(tmp_path):
+    """Two loaded nights (their ratio up 3%, within the far-night rule's
+    10%) leave the pool and are named; with every night loaded there is no
+    quiet pool to judge against, and the row is inconclusive."""
+    rng = np.random.default_rng(23)
+    olds = _nights(tmp_path, [1.0, 1.03, 1.0, 1.03, 1.0], rng, loads=[0.01, 0.5, 0.02, 0.3, None])
+    (side,) = pairing.load_baseline(olds, loaded_cores=0.1)[0].values()
+    assert side.left_out == ("2000-01-02 (loaded: 0.50 cores)", "2000-01-04 (loaded: 0.30 cores)")
+    assert len(side.process_ratios) == 3 * 7 and side.other_cores == 0.02
+    new = _write(tmp_path / "new.csv", _processes(rng, 6, 4, 1.0, between=0.01), other_cores=0.0)
+    (row,) = compare.compare(olds, new).rows
+    assert row.mark == compare.NO_CHANGE and "left out of the pool: 2000-01-02 (loaded: 0.50 cores)" in row.note
+    (tmp_path / "busy").mkdir()
+    busy = _nights(tmp_path / "busy", [1.0, 1.0, 1.0], rng, loads=[0.4, 0.5, 0.6])
+    (kept,) = pairing.load_baseline(busy, loaded_cores=0.1)[0].values()
+    assert kept.left_out == () and kept.other_cores == 0.6
+    (row,) = compare.compare(busy, new).rows
+    assert row.mark == compare.INCONCLUSIVE and "OLD 0.60" in row.note
+
+
+def test_a_re_run_timed_on_a_loaded_machine_does_not_settle_a_slower_row(tmp_path):
+    """A quiet night 8% slower, its re-run beside other work: the re-run can
+    neither confirm nor clear it (never waved through unmeasured), and the
+    night and the re-run pooled are as loaded as the re-run."""
+    rng = np.random.default_rng(29)
+    olds = _nights(tmp_path, [1.0] * 4, rng, loads=[0.01] * 4)
+    night = _write(tmp_path / "night.csv", _processes(rng, 6, 4, 1.08, between=0.01), other_cores=0.01)
+    rerun = _write(tmp_path / "rerun.csv", _processes(rng, 6, 4, 1.0, between=0.01), other_cores=0.9)
+    comparison = compare.compare(olds, night)
+    assert comparison.rows[0].mark == compare.SLOWER
+    settled = compare.confirm(comparison, compare.compare(olds, rerun), pooled=compare.compare(olds, [night, rerun]))
+    (row,) = settled.rows
+    assert row.mark == compare.SLOWER and "not settled (the re-run: inconclusive)" in row.note
+    assert compare.exit_code(settled) == 1

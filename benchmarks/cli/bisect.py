@@ -177,7 +177,8 @@ def judge(good: Runs, probe: Runs, metric: str, policy: argparse.Namespace,
         return Verdict(SKIP, {}, "no results (build error or a crash: see the logs)")
     view = policies.METRICS[metric]
     comparison = compare.compare(good.csvs, probe.csvs, policy.threshold, policy.alpha,
-                                 policy.min_samples, load=view.load)
+                                 policy.min_samples, load=view.load,
+                                 loaded=policy.max_other_cores if metric == "speedup" else None)
     old, _ = pairing.load_baseline(good.csvs, view.load)
     new, _ = pairing.load_baseline(probe.csvs, view.load)
     rows, states = {}, []
@@ -306,7 +307,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         help="times a probe that could not be judged is measured again before it is "
                         "skipped (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the runs' files (their folder is printed)")
-    add_policy(parser)
+    # Its two sides are measured in turns, so a load beside the bisection
+    # weighs on both alike: rows are judged whatever the load unless asked.
+    add_policy(parser, loaded_cores=math.inf)
     return parser
 
 

@@ -35,8 +35,13 @@ def _compare_parser(prog: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-def add_policy(parser: argparse.ArgumentParser) -> None:
-    """The flags that say how rows are judged (compare and the nightly gate)."""
+def add_policy(parser: argparse.ArgumentParser, loaded_cores: float | None = None) -> None:
+    """The flags that say how rows are judged (compare, the nightly gate and
+    bisect); ``loaded_cores``: ``--max-other-cores``'s default (None: the
+    gate's, ``compare.LOADED_CORES``)."""
+    from benchmarks.results.compare import LOADED_CORES
+
+    loaded_cores = LOADED_CORES if loaded_cores is None else loaded_cores
     parser.add_argument("--threshold", type=float, default=0.05,
                         help="smallest relative change of the ratio that counts (default 0.05 = 5%%)")
     parser.add_argument("--alpha", type=float, default=0.05,
@@ -49,6 +54,10 @@ def add_policy(parser: argparse.ArgumentParser) -> None:
                         help="pass even if rows of OLD are missing from NEW")
     parser.add_argument("--fail-on-inconclusive", action="store_true",
                         help="fail when a row has too few samples to test")
+    parser.add_argument("--max-other-cores", type=float, default=loaded_cores, metavar="CORES",
+                        help="a row timed while other processes kept more cores than this busy (its "
+                             f"other_cores) is inconclusive (default {loaded_cores:g}; inf: judge every row "
+                             "whatever the load)")
 
 
 def check_policy(args: argparse.Namespace) -> None:
@@ -59,6 +68,8 @@ def check_policy(args: argparse.Namespace) -> None:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
     if args.min_samples < 2:
         raise UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
+    if not args.max_other_cores >= 0:
+        raise UsageError(f"--max-other-cores must be a number of cores >= 0, got {args.max_other_cores:g}")
 
 
 def _check_compare_args(args: argparse.Namespace) -> None:
@@ -129,7 +140,8 @@ def compare_main(argv: list[str], prog: str = f"{PROG} compare") -> int:
         comparison = compare.compare(args.old, args.new, args.threshold, args.alpha, args.min_samples,
                                      latency_criterion=args.latency_criterion,
                                      allow_removed=args.allow_removed,
-                                     fail_on_inconclusive=args.fail_on_inconclusive)
+                                     fail_on_inconclusive=args.fail_on_inconclusive,
+                                     loaded=args.max_other_cores)
         verdicts = policy_verdicts(comparison, [args.old], [args.new], args.gate_config)
         print(compare.render_console(comparison), end="")
         print("policies:\n" + policies.render(verdicts), end="")

@@ -107,6 +107,7 @@ class Policy:
     units: str = compare.UNIT_PROCESS  # what the test compares (compare.units)
     expected: str | None = None  # the expected files' folder (None: configs/expected)
     leave_out: bool = True  # a baseline night far from the others leaves the row's pool (compare)
+    loaded: float | None = compare.LOADED_CORES  # cores: a row timed beside more is inconclusive (compare)
 
     def policies(self) -> tuple[policies.Policy, ...]:
         return policies.with_speedup(policies.load_policies(self.gate_config), self.threshold, self.alpha,
@@ -116,7 +117,7 @@ class Policy:
         return dict(threshold=self.threshold, alpha=self.alpha, min_samples=self.min_samples,
                     latency_criterion=self.latency_criterion, allow_removed=self.allow_removed,
                     fail_on_inconclusive=self.fail_on_inconclusive, units=self.units,
-                    leave_out=self.leave_out)
+                    leave_out=self.leave_out, loaded=self.loaded)
 
 
 # (night, experiments, output CSV) -> "" once measured, else why not.
@@ -384,7 +385,7 @@ def gate(args: argparse.Namespace) -> int:
     compare_cli.check_policy(args)
     policy = Policy(args.threshold, args.alpha, args.min_samples, args.latency_criterion,
                     args.allow_removed, args.fail_on_inconclusive, args.gate_config, expected=args.expected,
-                    leave_out=args.leave_out)
+                    leave_out=args.leave_out, loaded=args.max_other_cores)
     try:
         policy.policies()
         expected.load(policy.expected)

@@ -53,6 +53,12 @@ The rules, in the order they are applied to a (name, backend) pair:
    three runs or more leaves out of each row's pool a run whose median
    ratio is further than ``LEAVE_OUT_THRESHOLDS`` thresholds from the
    others' middle (at most a minority; the row's note names them).
+5. a tested row whose run was timed on a loaded machine -- other processes
+   kept more than ``loaded`` cores busy (``other_cores``, default
+   ``LOADED_CORES``) on either side -- is ``inconclusive``: load moves the
+   paired ratio itself by a few percent, so neither a change nor its
+   absence can be told.  A pooled old side first leaves its loaded runs
+   out, as long as one quiet run stays (the row's note names them).
 
 The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
 ``allow_removed`` (a nightly that lost a shard must not pass silently); on
@@ -122,6 +128,12 @@ PROCESS_FLAG_FRACTION = 0.5
 # nights the gate caught a +5% slowdown on 134 of 144 rows with such nights
 # left out and on 125 with them pooled (docs/methodology.md, the gate's power).
 LEAVE_OUT_THRESHOLDS = 2.0
+# A row timed while other processes kept more cores than this busy
+# (``other_cores``) is inconclusive, and a pooled old side leaves such a run
+# out: quiet nights here read at most 0.02; a test suite beside a night read
+# 0.28-0.68 and moved the paired ratio of the rows it shared the cores with
+# by 3-18% (docs/methodology.md, the gate's power).
+LOADED_CORES = 0.1
 
 # Summary order: what needs attention first.
 MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTER, FIXED, NO_CHANGE,
@@ -332,6 +344,7 @@ class _Policy:
     min_samples: int
     latency_criterion: bool
     units: str = "process"
+    loaded: float | None = None  # cores: above it a row's timing is inconclusive (None: not judged)
 
 
 def _judge_status(old: pairing.Side, new: pairing.Side) -> str | None:
@@ -421,6 +434,22 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
     return {**found, "mark": mark}
 
 
+def _judge_load(row: RowComparison, old: pairing.Side, new: pairing.Side, loaded: float | None) -> RowComparison:
+    """A tested row timed on a loaded machine (either side's ``other_cores``
+    above ``loaded``) is inconclusive: its change and interval stay as
+    information, its mark and the slowdown it could catch do not."""
+    if loaded is None or row.mark not in (SLOWER, FASTER, NO_CHANGE):
+        return row
+    busy = [f"{side} {cores:.2f}" for side, cores in (("OLD", old.other_cores), ("NEW", new.other_cores))
+            if cores > loaded]
+    if not busy:
+        return row
+    return replace(row, mark=INCONCLUSIVE, detectable=NAN,
+                   note=_joined(row.note, f"timed on a loaded machine: other processes kept {', '.join(busy)} "
+                                          f"cores busy (above {loaded:g}); a {row.mark} ratio there is "
+                                          "the load's as much as the code's"))
+
+
 def _lost_by(cuts: Sequence[store.Cut], key: store.ExperimentKey) -> store.Cut | None:
     """The cut of an OLD file that may have lost ``key``'s row: one that
     names its model (and backend, when the fragment got that far)."""
@@ -464,6 +493,7 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
         note = _shorten(new.error) if not new.passed else ""
         return RowComparison(mark=status_mark, note=note, **base)
     row = RowComparison(**{**base, **_judge_measured(old, new, policy)})
+    row = _judge_load(row, old, new, policy.loaded)
     if old.left_out:
         row = replace(row, note=_joined(row.note, "left out of the pool: " + ", ".join(old.left_out)))
     if mixed_cpus and old.cpu and new.cpu and old.cpu != new.cpu:
@@ -492,6 +522,7 @@ def compare(
     load: pairing.Loader = pairing.load_run,
     units: str = UNIT_PROCESS,
     leave_out: bool = True,
+    loaded: float | None = LOADED_CORES,
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``, or
     against several old runs pooled (a sequence of paths, oldest first: see
@@ -516,12 +547,15 @@ def compare(
     medians where both sides have them; ``repeat``: per-repeat ratios
     always).  ``leave_out``: a pooled old side leaves out of each row's
     pool a run far from the others (``LEAVE_OUT_THRESHOLDS``), named in the
-    row's note.  See the module docstring for the rules.
+    row's note.  ``loaded`` (cores): a row timed while other processes kept
+    more than that busy is inconclusive, and a pooled old side leaves such
+    runs out (None: the load is not judged).  See the module docstring for
+    the rules.
     Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
     """
     if units not in UNITS:
         raise ValueError(f"units must be one of {UNITS}, got {units!r}")
-    policy = _Policy(threshold, alpha, min_samples, latency_criterion, units)
+    policy = _Policy(threshold, alpha, min_samples, latency_criterion, units, loaded)
     olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
     news = [new_csv] if isinstance(new_csv, (str, os.PathLike)) else list(new_csv)
     if not olds:
@@ -529,7 +563,7 @@ def compare(
     if not news:
         raise ValueError("no run to judge")
     old_run, old_dfs = pairing.load_baseline(olds, load,
-                                             LEAVE_OUT_THRESHOLDS * threshold if leave_out else None)
+                                             LEAVE_OUT_THRESHOLDS * threshold if leave_out else None, loaded)
     if len(news) == 1:
         new_run, new_df = load(news[0])
     else:

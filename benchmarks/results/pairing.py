@@ -44,8 +44,13 @@ class Side:
     # without it.
     process_repeats: tuple[int, ...] = ()
     # A pooled side: the runs left out of the pool (``load_baseline``'s
-    # ``leave_out``), each as "name (+18%)", its median ratio against the pool's.
+    # ``leave_out`` and ``loaded_cores``), each as "name (+18%)", its median ratio
+    # against the pool's, or "name (loaded: 0.68 cores)".
     left_out: tuple[str, ...] = ()
+    # How many cores other processes kept busy while the row was timed
+    # (schema version 10; nan: not recorded); a pooled side's, the most of
+    # its runs'.
+    other_cores: float = NAN
 
     @property
     def passed(self) -> bool:
@@ -212,6 +217,7 @@ def _run_of(csv_path: str, text: str, samples_text: str | None, inputs: str | No
             # Optional column (schema v1 files lack it): the first line of a failure.
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
             cpu=cpu_label(row),
+            other_cores=_number(row["other_cores"]) if "other_cores" in row else NAN,
         )
     return run, df
 
@@ -221,7 +227,8 @@ def paired_ratios(csv_path: str | os.PathLike) -> dict[store.ExperimentKey, tupl
     return {key: side.ratios for key, side in load_run(csv_path)[0].items()}
 
 
-def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None = None) -> Side:
+def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None = None,
+          loaded_cores: float | None = None) -> Side:
     """One experiment over several runs, oldest first: the newest run's row
     (status, settings, CSV numbers) with the paired samples of every run in
     which it passed with those settings, concatenated -- pairing stays within
@@ -231,27 +238,38 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
     ratio lies further than that from the median of the runs' medians is
     left out (a night measured on a loaded machine, or before a change since
     accepted), as long as more than half of them stay; ``names`` (the
-    runs', one per side) name them in ``Side.left_out``."""
+    runs', one per side) name them in ``Side.left_out``.
+
+    ``loaded_cores``: a run timed while other processes kept more cores
+    than that busy (``Side.other_cores``) is left out first, as long as one
+    run measured quiet stays; the pooled side's ``other_cores`` is the
+    most of the runs it kept (a loaded one only when no quiet one was left)."""
     newest = sides[-1]
     usable = [(s, n) for s, n in zip(sides, names) if s.passed and s.paired and s.settings == newest.settings]
     if not newest.passed or not usable:
         return newest
     left_out: list[str] = []
+    if loaded_cores is not None:
+        busy = [(s, n) for s, n in usable if s.other_cores > loaded_cores]
+        if busy and len(busy) < len(usable):
+            left_out = [f"{n} (loaded: {s.other_cores:.2f} cores)" for s, n in busy]
+            usable = [(s, n) for s, n in usable if not s.other_cores > loaded_cores]
     if leave_out is not None and len(usable) >= 3:
         middle = float(np.median([s.median_ratio for s, _ in usable]))
         far = {i for i, (s, _) in enumerate(usable) if abs(s.median_ratio / middle - 1) > leave_out}
         if 2 * len(far) < len(usable):
-            left_out = [f"{n} ({s.median_ratio / middle - 1:+.0%})" for i, (s, n) in enumerate(usable) if i in far]
+            left_out += [f"{n} ({s.median_ratio / middle - 1:+.0%})" for i, (s, n) in enumerate(usable) if i in far]
             usable = [pair for i, pair in enumerate(usable) if i not in far]
     kept = [s for s, _ in usable]
     # Each run is its processes' samples; a run that did not record its
     # processes leaves the pool without them (then judged per repeat).
     processes = (tuple(n for s in kept for n in s.process_repeats)
                  if all(s.by_process for s in kept) else ())
+    loads = [s.other_cores for s in kept if store.is_finite(s.other_cores)]
     return replace(newest, backend_s=tuple(x for s in kept for x in s.backend_s),
                    baseline_s=tuple(x for s in kept for x in s.baseline_s),
                    cpu="; ".join(sorted({s.cpu for s in kept if s.cpu})), process_repeats=processes,
-                   left_out=tuple(left_out))
+                   left_out=tuple(left_out), other_cores=max(loads) if loads else NAN)
 
 
 # How a run is read: ``load_run`` (latencies per repeat), or a view of one
@@ -260,10 +278,11 @@ Loader = Callable[[str | os.PathLike], tuple[dict[store.ExperimentKey, Side], pd
 
 
 def load_baseline(csv_paths: Sequence[str | os.PathLike], load: Loader = load_run,
-                  leave_out: float | None = None
+                  leave_out: float | None = None, loaded_cores: float | None = None
                   ) -> tuple[dict[store.ExperimentKey, Side], list[pd.DataFrame]]:
     """The old side: one run, or several pooled (``_pool``; ``leave_out``:
-    its rule for a run far from the others).  Its experiments are the
+    its rule for a run far from the others; ``loaded_cores``: for a run timed on a
+    loaded machine).  Its experiments are the
     newest run's, so an experiment dropped on purpose is judged ``removed``
     once, against the run that last had it, not again for as long as an
     older run in the pool still holds it.  ``load`` reads one run (default
@@ -274,7 +293,8 @@ def load_baseline(csv_paths: Sequence[str | os.PathLike], load: Loader = load_ru
     pooled = {}
     for key in newest:
         having = [(run, name) for (run, _), name in zip(loaded, names) if key in run]
-        pooled[key] = _pool([run[key] for run, _ in having], [name for _, name in having], leave_out)
+        pooled[key] = _pool([run[key] for run, _ in having], [name for _, name in having], leave_out,
+                            loaded_cores)
     return pooled, [df for _, df in loaded]
 
 
