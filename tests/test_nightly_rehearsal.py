@@ -235,7 +235,11 @@ def test_two_nights_from_scratch(tmp_path, origin):
             assert f"last 1 complete night(s) pooled, {yesterday}" in gate_log, explain
             compared = json.loads((run.artifacts / f"nightly-{today}" / "nightly" / today /
                                    "compare.json").read_text())
-            assert compared["verdict"].startswith("PASS"), compared["verdict"]
+            # The suite's other workers share these cores: a row they loaded
+            # is inconclusive, never a failure (the night stays green).
+            assert (compared["verdict"].startswith("PASS")
+                    or compared["verdict"].startswith("INCONCLUSIVE") and "on a loaded machine" in compared["verdict"]
+                    ), compared["verdict"]
             assert yesterday in run.jobs["merge"].summary
             # "Re-run jobs": the merge job merges and uploads again, over its artifact.
             again = run.run_job("merge")

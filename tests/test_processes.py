@@ -394,8 +394,12 @@ def test_a_row_timed_on_a_loaded_machine_is_inconclusive(tmp_path, level):
         assert ("timed on a loaded machine: other processes kept NEW 0.68 cores busy" in row.note) == (name == "loaded")
         assert np.isfinite(row.detectable) == (name != "loaded")
         assert np.isfinite(row.change)  # the change stays as information
+    loaded = compare.compare(olds, tmp_path / "loaded.csv")
+    assert compare.verdict(loaded) == "INCONCLUSIVE (1 inconclusive, 1 timed on a loaded machine)"
+    assert compare.exit_code(loaded) == 0
+    assert any(line.startswith("LOADED: 1 row(s)") and "m/b" in line for line in compare.context(loaded))
     (unjudged,) = compare.compare(olds, tmp_path / "loaded.csv", loaded=None).rows
-    assert unjudged.mark == expected
+    assert unjudged.mark == expected and not unjudged.loaded
 
 
 def test_loaded_baseline_nights_leave_the_pool_while_a_quiet_one_stays(tmp_path):

@@ -192,6 +192,8 @@ class RowComparison:
     # the units its test compared (``units``: process or repeat).
     detectable: float = NAN
     unit: str = ""
+    # Timed on a loaded machine (``LOADED_CORES``): inconclusive for that.
+    loaded: bool = False
     # The experiment (store.ExperimentKey); not rendered.
     key: Any = field(default=None, compare=False, repr=False)
 
@@ -444,7 +446,7 @@ def _judge_load(row: RowComparison, old: pairing.Side, new: pairing.Side, loaded
             if cores > loaded]
     if not busy:
         return row
-    return replace(row, mark=INCONCLUSIVE, detectable=NAN,
+    return replace(row, mark=INCONCLUSIVE, detectable=NAN, loaded=True,
                    note=_joined(row.note, f"timed on a loaded machine: other processes kept {', '.join(busy)} "
                                           f"cores busy (above {loaded:g}); a {row.mark} ratio there is "
                                           "the load's as much as the code's"))
@@ -864,18 +866,22 @@ def _units_rule(comparison: Comparison) -> str:
 def verdict(comparison: Comparison) -> str:
     """``"PASS"``, ``"PASS (2 inconclusive)"`` or ``"FAIL (1 slower, 2 removed)"``;
     never a PASS against a damaged OLD file (what it lost was not judged:
-    ``INCONCLUSIVE (..., OLD damaged)``), never a pass against an empty one."""
+    ``INCONCLUSIVE (..., OLD damaged)``), nor where rows timed on a loaded
+    machine could not be judged (``INCONCLUSIVE (3 inconclusive, 3 timed
+    on a loaded machine)``), never a pass against an empty one."""
     failing = [f"{n} {m}" for m, n in failing_counts(comparison).items()]
     if comparison.old_empty:
         failing.append("OLD has no rows to judge against")
-    damaged = ["OLD damaged"] if comparison.old_damaged else []
+    loaded = sum(row.loaded for row in comparison.rows)
+    unjudged = (["OLD damaged"] if comparison.old_damaged else []) + (
+        [f"{loaded} timed on a loaded machine"] if loaded else [])
     if failing:
-        return f"FAIL ({', '.join(failing + damaged)})"
+        return f"FAIL ({', '.join(failing + unjudged)})"
     if nothing_compared(comparison):
-        return f"INCONCLUSIVE ({'; '.join(['no experiment in both runs with the same settings', *damaged])})"
+        return f"INCONCLUSIVE ({'; '.join(['no experiment in both runs with the same settings', *unjudged])})"
     inconclusive = comparison.counts().get(INCONCLUSIVE)
-    qualifiers = ([f"{inconclusive} inconclusive"] if inconclusive else []) + damaged
-    if damaged:
+    qualifiers = ([f"{inconclusive} inconclusive"] if inconclusive else []) + unjudged
+    if unjudged:
         return f"INCONCLUSIVE ({', '.join(qualifiers)})"
     return f"PASS ({', '.join(qualifiers)})" if qualifiers else "PASS"
 
@@ -885,6 +891,11 @@ def context(comparison: Comparison) -> list[str]:
     partial run, a change of CPU, the re-run of slower rows (each a line,
     only those that apply)."""
     lines = [f"DAMAGED: {line}" for line in comparison.damaged]
+    loaded = [row for row in comparison.rows if row.loaded]
+    if loaded:
+        lines.append(f"LOADED: {len(loaded)} row(s) timed while other processes kept the machine busy "
+                     f"({', '.join(f'{row.name}/{row.backend}' for row in loaded[:6])}"
+                     f"{', ...' if len(loaded) > 6 else ''}): inconclusive, each note says how loaded")
     if comparison.old_empty:
         lines.append("EMPTY: OLD has no rows (a run that wrote none, or a header-only file): "
                      "nothing to judge NEW against")
