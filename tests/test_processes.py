@@ -96,8 +96,12 @@ def test_join_concatenates_samples_and_records_each_process():
 
 def test_the_load_of_other_processes_is_the_mean_over_the_processes_that_recorded_it():
     parts = [_part([1.0] * 3, [1.0] * 3, other_cores=c) for c in (0.1, 1.3, None)]
-    (row,) = processes.join(parts, 3).rows
+    joined = processes.join(parts, 3)
+    (row,) = joined.rows
     assert row["other_cores"] == pytest.approx(0.7)
+    assert [r["process_other_cores"] for r in joined.samples] == [[0.1, 1.3, None]] * 2
+    quiet = processes.join([_part([1.0] * 3, [1.0] * 3) for _ in range(2)], 2)
+    assert all("process_other_cores" not in r for r in quiet.samples)
     (row,) = processes.join([_part([1.0] * 3, [1.0] * 3)], 1).rows
     assert row["other_cores"] is None  # not recorded: unknown, not quiet
 
@@ -373,26 +377,45 @@ def test_other_metrics_keep_every_night(tmp_path):
 
 
 # --------------------------------------------------------------------------
-# A row timed on a loaded machine
+# Rows and processes timed on a loaded machine
+
+
+def _loaded_run(path, chunks, loads):
+    """``_write`` with each process's load on its samples records (schema version 11)."""
+    _write(path, chunks, other_cores=float(np.mean([x for x in loads if x is not None])))
+    records = store.read_samples(store.samples_path(path))
+    store.samples_path(path).unlink()
+    store.append_samples(store.samples_path(path), [{**r, "process_other_cores": list(loads)} for r in records])
+    return path
+
+
+def _one_process(path, ratios, other_cores=None):
+    """A run of one process (no ``process_repeats``), as ``--processes 1`` writes it."""
+    _write(path, [ratios], other_cores=other_cores)
+    records = store.read_samples(store.samples_path(path))
+    store.samples_path(path).unlink()
+    store.append_samples(store.samples_path(path), [{k: v for k, v in r.items() if k != "process_repeats"}
+                                                    for r in records])
+    return path
 
 
 @pytest.mark.parametrize("level", [1.10, 1.0])
-def test_a_row_timed_on_a_loaded_machine_is_inconclusive(tmp_path, level):
-    """Other processes busy beside the night (a test suite: 0.68 cores) move
-    the ratio by a few percent: neither a 10% slowdown nor no change can be
-    told from it.  The same night quiet (0.02), or read with the load not
-    judged, is tested as before; a night that recorded no load is judged."""
+def test_a_row_of_one_process_timed_on_a_loaded_machine_is_inconclusive(tmp_path, level):
+    """Other processes busy beside a run (a test suite: 0.68 cores) move its
+    ratio by a few percent: neither a 10% slowdown nor no change can be told
+    from it.  The same run quiet (0.02), or read with the load not judged,
+    is tested as before; a run that recorded no load is judged."""
     rng = np.random.default_rng(19)
-    olds = _nights(tmp_path, [1.0] * 4, rng, loads=[0.01] * 4)
-    chunks = _processes(rng, 6, 4, level, between=0.01)
+    olds = [_one_process(tmp_path / f"old{i}.csv", list(1 + rng.normal(0, 0.005, 12)), 0.01) for i in range(3)]
+    ratios = list(level * (1 + rng.normal(0, 0.005, 12)))
     expected = compare.SLOWER if level > 1 else compare.NO_CHANGE
     for name, cores, mark in (("loaded", 0.68, compare.INCONCLUSIVE), ("quiet", 0.02, expected),
                               ("unknown", None, expected)):
-        new = _write(tmp_path / f"{name}.csv", chunks, other_cores=cores)
+        new = _one_process(tmp_path / f"{name}.csv", ratios, cores)
         (row,) = compare.compare(olds, new).rows
-        assert row.mark == mark, name
+        assert row.mark == mark and row.unit == compare.UNIT_REPEAT, name
         assert ("timed on a loaded machine: other processes kept NEW 0.68 cores busy" in row.note) == (name == "loaded")
-        assert np.isfinite(row.detectable) == (name != "loaded")
+        assert np.isfinite(row.detectable) == (name != "loaded") and row.loaded == (name == "loaded")
         assert np.isfinite(row.change)  # the change stays as information
     loaded = compare.compare(olds, tmp_path / "loaded.csv")
     assert compare.verdict(loaded) == "INCONCLUSIVE (1 inconclusive, 1 timed on a loaded machine)"
@@ -402,30 +425,54 @@ def test_a_row_timed_on_a_loaded_machine_is_inconclusive(tmp_path, level):
     assert unjudged.mark == expected and not unjudged.loaded
 
 
-def test_loaded_baseline_nights_leave_the_pool_while_a_quiet_one_stays(tmp_path):
-    """Two loaded nights (their ratio up 3%, within the far-night rule's
-    10%) leave the pool and are named; with every night loaded there is no
-    quiet pool to judge against, and the row is inconclusive."""
+def test_processes_timed_on_a_loaded_machine_leave_the_units(tmp_path):
+    """Three of tonight's six processes ran beside other work (0.45-0.61
+    cores) and read 20% slower: the row is judged on its three quiet
+    processes (no change), the note says how many were left out; with them
+    the change is past the floor.  Every process loaded: inconclusive."""
+    rng = np.random.default_rng(31)
+    olds = [_loaded_run(tmp_path / f"old{i}.csv", _processes(rng, 6, 4, 1.0, between=0.01), [0.01] * 6)
+            for i in range(4)]
+    chunks = _processes(rng, 3, 4, 1.0, between=0.01) + _processes(rng, 3, 4, 1.2, between=0.01)
+    new = _loaded_run(tmp_path / "new.csv", chunks, [0.02, None, 0.0, 0.45, 0.61, 0.5])
+    (side,) = pairing.load_run(new)[0].values()
+    assert side.process_loads[3:] == (0.45, 0.61, 0.5) and np.isnan(side.process_loads[1])
+    (row,) = compare.compare(olds, new).rows
+    assert row.mark == compare.NO_CHANGE and row.unit == compare.UNIT_PROCESS and not row.loaded
+    assert "processes timed on a loaded machine left out (above 0.1 cores): NEW 3 (up to 0.61 cores)" in row.note
+    (every,) = compare.compare(olds, new, loaded=None).rows
+    assert every.change > 0.05 and abs(row.change) < 0.02  # the loaded processes moved the estimate
+    busy = _loaded_run(tmp_path / "busy.csv", chunks, [0.3] * 6)
+    judged = compare.compare(olds, busy)
+    assert judged.rows[0].mark == compare.INCONCLUSIVE and judged.rows[0].loaded
+    assert compare.verdict(judged).startswith("INCONCLUSIVE") and "1 timed on a loaded machine" in compare.verdict(judged)
+
+
+def test_a_version_10_night_reads_each_process_at_the_rows_load(tmp_path):
+    """Nights that kept only the row's mean: a loaded baseline night's
+    processes leave the pool's units (each read at its mean) while the
+    quiet nights' stay; a one-process run that is loaded leaves the pool
+    as a whole, as long as a quiet run stays."""
     rng = np.random.default_rng(23)
     olds = _nights(tmp_path, [1.0, 1.03, 1.0, 1.03, 1.0], rng, loads=[0.01, 0.5, 0.02, 0.3, None])
     (side,) = pairing.load_baseline(olds, loaded_cores=0.1)[0].values()
-    assert side.left_out == ("2000-01-02 (loaded: 0.50 cores)", "2000-01-04 (loaded: 0.30 cores)")
-    assert len(side.process_ratios) == 3 * 7 and side.other_cores == 0.02
+    assert side.left_out == () and side.process_loads[7:14] == (0.5,) * 7
     new = _write(tmp_path / "new.csv", _processes(rng, 6, 4, 1.0, between=0.01), other_cores=0.0)
     (row,) = compare.compare(olds, new).rows
-    assert row.mark == compare.NO_CHANGE and "left out of the pool: 2000-01-02 (loaded: 0.50 cores)" in row.note
+    assert row.mark == compare.NO_CHANGE and row.n_old == 3 * 7 * 4
+    assert "left out (above 0.1 cores): OLD 14 (up to 0.50 cores)" in row.note
+    singles = [_one_process(tmp_path / f"one{i}.csv", [1.0] * 8, cores) for i, cores in enumerate((0.01, 0.7, 0.02))]
+    (pooled,) = pairing.load_baseline(singles, loaded_cores=0.1)[0].values()
+    assert pooled.left_out == ("one1.csv (loaded: 0.70 cores)",) and len(pooled.ratios) == 16
     (tmp_path / "busy").mkdir()
     busy = _nights(tmp_path / "busy", [1.0, 1.0, 1.0], rng, loads=[0.4, 0.5, 0.6])
-    (kept,) = pairing.load_baseline(busy, loaded_cores=0.1)[0].values()
-    assert kept.left_out == () and kept.other_cores == 0.6
     (row,) = compare.compare(busy, new).rows
-    assert row.mark == compare.INCONCLUSIVE and "OLD 0.60" in row.note
+    assert row.mark == compare.INCONCLUSIVE and row.loaded
 
 
 def test_a_re_run_timed_on_a_loaded_machine_does_not_settle_a_slower_row(tmp_path):
     """A quiet night 8% slower, its re-run beside other work: the re-run can
-    neither confirm nor clear it (never waved through unmeasured), and the
-    night and the re-run pooled are as loaded as the re-run."""
+    neither confirm nor clear it (never waved through unmeasured)."""
     rng = np.random.default_rng(29)
     olds = _nights(tmp_path, [1.0] * 4, rng, loads=[0.01] * 4)
     night = _write(tmp_path / "night.csv", _processes(rng, 6, 4, 1.08, between=0.01), other_cores=0.01)

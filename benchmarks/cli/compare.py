@@ -55,9 +55,9 @@ def add_policy(parser: argparse.ArgumentParser, loaded_cores: float | None = Non
     parser.add_argument("--fail-on-inconclusive", action="store_true",
                         help="fail when a row has too few samples to test")
     parser.add_argument("--max-other-cores", type=float, default=loaded_cores, metavar="CORES",
-                        help="a row timed while other processes kept more cores than this busy (its "
-                             f"other_cores) is inconclusive (default {loaded_cores:g}; inf: judge every row "
-                             "whatever the load)")
+                        help="a worker process timed while other processes kept more cores than this "
+                             "busy leaves the units tested; a row left with too few is inconclusive "
+                             f"(default {loaded_cores:g}; inf: judge every row whatever the load)")
 
 
 def check_policy(args: argparse.Namespace) -> None:

@@ -53,12 +53,15 @@ The rules, in the order they are applied to a (name, backend) pair:
    three runs or more leaves out of each row's pool a run whose median
    ratio is further than ``LEAVE_OUT_THRESHOLDS`` thresholds from the
    others' middle (at most a minority; the row's note names them).
-5. a tested row whose run was timed on a loaded machine -- other processes
-   kept more than ``loaded`` cores busy (``other_cores``, default
-   ``LOADED_CORES``) on either side -- is ``inconclusive``: load moves the
-   paired ratio itself by a few percent, so neither a change nor its
-   absence can be told.  A pooled old side first leaves its loaded runs
-   out, as long as one quiet run stays (the row's note names them).
+5. load moves the paired ratio itself by a few percent: a worker process
+   timed while other processes kept more than ``loaded`` cores busy
+   (``process_other_cores``; a version-10 row's ``other_cores`` for each of
+   its processes; default ``LOADED_CORES``) leaves the units of its side
+   before the test (``Side.quiet``; the note counts them), and a row left
+   with too few is ``inconclusive``.  A tested row of one process (no
+   per-process loads) above it is ``inconclusive``, and such a run leaves
+   a pooled old side while a quiet one stays.  A verdict with rows the load
+   left untested is never a PASS.
 
 The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
 ``allow_removed`` (a nightly that lost a shard must not pass silently); on
@@ -436,14 +439,28 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
     return {**found, "mark": mark}
 
 
-def _judge_load(row: RowComparison, old: pairing.Side, new: pairing.Side, loaded: float | None) -> RowComparison:
-    """A tested row timed on a loaded machine (either side's ``other_cores``
-    above ``loaded``) is inconclusive: its change and interval stay as
-    information, its mark and the slowdown it could catch do not."""
-    if loaded is None or row.mark not in (SLOWER, FASTER, NO_CHANGE):
+def _judge_load(row: RowComparison, old: pairing.Side, new: pairing.Side, loaded: float | None,
+                left_out: dict[str, tuple[float, ...]]) -> RowComparison:
+    """The load's part in a row.  ``left_out``: per side, the loads of the
+    processes left out of its units (``Side.quiet``), named in the note; a
+    row they left too few units to test is inconclusive for the load.  A
+    tested row whose side does not say each process's load (one process,
+    or a run older than schema version 11 with no processes) and whose
+    ``other_cores`` is above ``loaded`` is inconclusive: its change and
+    interval stay as information, its mark and the slowdown it could catch
+    do not."""
+    if loaded is None:
         return row
-    busy = [f"{side} {cores:.2f}" for side, cores in (("OLD", old.other_cores), ("NEW", new.other_cores))
-            if cores > loaded]
+    dropped = {side: loads for side, loads in left_out.items() if loads}
+    if dropped:
+        said = "; ".join(f"{side} {len(loads)} (up to {max(loads):.2f} cores)" for side, loads in dropped.items())
+        row = replace(row, loaded=row.mark == INCONCLUSIVE,
+                      note=_joined(row.note, f"processes timed on a loaded machine left out (above {loaded:g} "
+                                             f"cores): {said}"))
+    if row.mark not in (SLOWER, FASTER, NO_CHANGE):
+        return row
+    busy = [f"{side} {cores:.2f}" for side, s, cores in (("OLD", old, old.other_cores), ("NEW", new, new.other_cores))
+            if cores > loaded and not s.process_loads]
     if not busy:
         return row
     return replace(row, mark=INCONCLUSIVE, detectable=NAN, loaded=True,
@@ -494,8 +511,12 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
         # What broke is the first question a reviewer has about a new failure.
         note = _shorten(new.error) if not new.passed else ""
         return RowComparison(mark=status_mark, note=note, **base)
+    quiet = {}
+    if policy.loaded is not None:  # the processes timed on a loaded machine leave the units
+        (old, quiet["OLD"]), (new, quiet["NEW"]) = old.quiet(policy.loaded), new.quiet(policy.loaded)
+        base.update(n_old=len(old.ratios), n_new=len(new.ratios))
     row = RowComparison(**{**base, **_judge_measured(old, new, policy)})
-    row = _judge_load(row, old, new, policy.loaded)
+    row = _judge_load(row, old, new, policy.loaded, quiet)
     if old.left_out:
         row = replace(row, note=_joined(row.note, "left out of the pool: " + ", ".join(old.left_out)))
     if mixed_cpus and old.cpu and new.cpu and old.cpu != new.cpu:

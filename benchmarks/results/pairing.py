@@ -51,6 +51,9 @@ class Side:
     # (schema version 10; nan: not recorded); a pooled side's, the most of
     # its runs'.
     other_cores: float = NAN
+    # Each process's ``other_cores``, in the order of ``process_repeats``
+    # (schema version 11; a version-10 row's mean for each; () unknown).
+    process_loads: tuple[float, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -99,6 +102,23 @@ class Side:
         units = self.process_ratios or self.ratios
         return float(np.median(units)) if units else NAN
 
+    def quiet(self, loaded_cores: float) -> tuple["Side", tuple[float, ...]]:
+        """This side without its processes timed while other processes kept
+        more than ``loaded_cores`` busy, and their loads (``()``: none left
+        out, or the side does not say each process's load)."""
+        if not (self.by_process and len(self.process_loads) == len(self.process_repeats)):
+            return self, ()
+        busy = tuple(x for x in self.process_loads if x > loaded_cores)
+        if not busy:
+            return self, ()
+        keep = [not x > loaded_cores for x in self.process_loads]
+        starts = np.cumsum((0, *self.process_repeats[:-1]))
+        chosen = [(start, n) for start, n, k in zip(starts, self.process_repeats, keep) if k]
+        return replace(self, backend_s=tuple(x for s, n in chosen for x in self.backend_s[s:s + n]),
+                       baseline_s=tuple(x for s, n in chosen for x in self.baseline_s[s:s + n]),
+                       process_repeats=tuple(n for _, n in chosen),
+                       process_loads=tuple(x for x, k in zip(self.process_loads, keep) if k)), busy
+
 
 def _ratios(backend_s, baseline_s) -> tuple[float, ...]:
     return tuple(b / a for b, a in zip(backend_s, baseline_s)
@@ -129,10 +149,13 @@ def _number(value: Any) -> float:
         return NAN
 
 
-def _samples(jsonl_path: Path, text: str | None) -> dict[tuple, tuple[tuple[float, ...], tuple[int, ...]]]:
-    """(samples, samples per process) per (experiment key, role) of the
-    samples file's ``text``; the last record of each wins; ``()`` per
-    process when the record does not say (schema version < 6).
+def _samples(jsonl_path: Path, text: str | None
+             ) -> dict[tuple, tuple[tuple[float, ...], tuple[int, ...], tuple[float, ...]]]:
+    """(samples, samples per process, each process's load) per (experiment
+    key, role) of the samples file's ``text``; the last record of each
+    wins; ``()`` per process when the record does not say (schema version
+    < 6), and ``()`` loads when it does not say them (version < 11; nan for
+    a process that did not record its own).
 
     A missing file (``text`` None) is not an error: older runs had none;
     their rows are ``inconclusive``.  Non-numbers stay in place as nan so
@@ -153,7 +176,9 @@ def _samples(jsonl_path: Path, text: str | None) -> dict[tuple, tuple[tuple[floa
         sizes = record.get("process_repeats") or ()
         sizes = tuple(int(n) for n in sizes) if isinstance(sizes, list) and all(
             isinstance(n, int) and n >= 0 for n in sizes) else ()
-        found[(*experiment_key(record), role)] = (tuple(_number(s) for s in values), sizes)
+        loads = record.get("process_other_cores") or ()
+        loads = tuple(_number(x) for x in loads) if isinstance(loads, list) and len(loads) == len(sizes) else ()
+        found[(*experiment_key(record), role)] = (tuple(_number(s) for s in values), sizes, loads)
     return found
 
 
@@ -203,9 +228,13 @@ def _run_of(csv_path: str, text: str, samples_text: str | None, inputs: str | No
     for _, row in df.iterrows():
         key = experiment_key(row)
         # A version-1 samples record names only its (name, backend).
-        backend_s, backend_n = samples.get((*key, "backend"), samples.get((*key.pair_only(), "backend"), ((), ())))
-        baseline_s, baseline_n = samples.get((*key, "baseline"),
-                                             samples.get((*key.pair_only(), "baseline"), ((), ())))
+        backend_s, backend_n, loads = samples.get((*key, "backend"),
+                                                  samples.get((*key.pair_only(), "backend"), ((), (), ())))
+        baseline_s, baseline_n, _ = samples.get((*key, "baseline"),
+                                                samples.get((*key.pair_only(), "baseline"), ((), (), ())))
+        other_cores = _number(row["other_cores"]) if "other_cores" in row else NAN
+        if not loads and store.is_finite(other_cores):
+            loads = (other_cores,) * len(backend_n)  # version 10: the row's mean, each process at it
         run[key] = Side(
             status=_status(row),
             settings=key.settings,
@@ -217,7 +246,8 @@ def _run_of(csv_path: str, text: str, samples_text: str | None, inputs: str | No
             # Optional column (schema v1 files lack it): the first line of a failure.
             error=str(row["error"]) if "error" in row and not pd.isna(row["error"]) else "",
             cpu=cpu_label(row),
-            other_cores=_number(row["other_cores"]) if "other_cores" in row else NAN,
+            other_cores=other_cores,
+            process_loads=loads if backend_n == baseline_n else (),
         )
     return run, df
 
@@ -242,18 +272,20 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
 
     ``loaded_cores``: a run timed while other processes kept more cores
     than that busy (``Side.other_cores``) is left out first, as long as one
-    run measured quiet stays; the pooled side's ``other_cores`` is the
-    most of the runs it kept (a loaded one only when no quiet one was left)."""
+    run measured quiet stays -- a run that says each process's load
+    (``process_loads``) stays, its loaded processes left out where it is
+    judged (``Side.quiet``); the pooled side's ``other_cores`` is the most
+    of the runs it kept (a loaded one only when no quiet one was left)."""
     newest = sides[-1]
     usable = [(s, n) for s, n in zip(sides, names) if s.passed and s.paired and s.settings == newest.settings]
     if not newest.passed or not usable:
         return newest
     left_out: list[str] = []
     if loaded_cores is not None:
-        busy = [(s, n) for s, n in usable if s.other_cores > loaded_cores]
+        busy = [(s, n) for s, n in usable if s.other_cores > loaded_cores and not s.process_loads]
         if busy and len(busy) < len(usable):
             left_out = [f"{n} (loaded: {s.other_cores:.2f} cores)" for s, n in busy]
-            usable = [(s, n) for s, n in usable if not s.other_cores > loaded_cores]
+            usable = [(s, n) for s, n in usable if all(s is not b for b, _ in busy)]
     if leave_out is not None and len(usable) >= 3:
         middle = float(np.median([s.median_ratio for s, _ in usable]))
         far = {i for i, (s, _) in enumerate(usable) if abs(s.median_ratio / middle - 1) > leave_out}
@@ -266,10 +298,14 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
     processes = (tuple(n for s in kept for n in s.process_repeats)
                  if all(s.by_process for s in kept) else ())
     loads = [s.other_cores for s in kept if store.is_finite(s.other_cores)]
+    # Each process's load; nan (not left out) for a run that did not record it.
+    each = tuple(x for s in kept for x in (s.process_loads if len(s.process_loads) == len(s.process_repeats)
+                                           else (NAN,) * len(s.process_repeats))) if processes else ()
+    each = each if any(store.is_finite(x) for x in each) else ()
     return replace(newest, backend_s=tuple(x for s in kept for x in s.backend_s),
                    baseline_s=tuple(x for s in kept for x in s.baseline_s),
                    cpu="; ".join(sorted({s.cpu for s in kept if s.cpu})), process_repeats=processes,
-                   left_out=tuple(left_out), other_cores=max(loads) if loads else NAN)
+                   left_out=tuple(left_out), other_cores=max(loads) if loads else NAN, process_loads=each)
 
 
 # How a run is read: ``load_run`` (latencies per repeat), or a view of one

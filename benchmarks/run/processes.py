@@ -17,7 +17,8 @@ samples records; a row whose timings are recomputed over all of them
 (``timing_fields``: the speedup is the median of the per-process speedups and
 its 95% interval a bootstrap over processes, so it is as wide as the spread
 between processes; ``other_cores``, the load of other processes while it was
-timed, the mean over processes); the first process's other columns (first
+timed, the mean over processes, each process's on the samples records as
+``process_other_cores``); the first process's other columns (first
 calls, compiler metrics, memory).  An experiment that failed in any process is that failure
 (its error says in which process).  Only the first process times cold and warm
 starts and writes profiles and HLO: the others time repeats only.  Once no
@@ -85,10 +86,12 @@ def join(parts: list[ModelResult], processes: int) -> ModelResult:
                  for b, k in zip(records["baseline"], records["backend"])]
         pooled = {role: [s for r, n in zip(rs, sizes) for s in r["samples_s"][:n]]
                   for role, rs in records.items()}
+        each = [by_key[i][key].get("other_cores") for i in present]
+        each = [round(float(x), 3) if store.is_finite(x) else None for x in each]
+        loads = [x for x in each if x is not None]
         for role, rs in records.items():
-            joined.samples.append({**rs[0], "samples_s": pooled[role], "process_repeats": sizes})
-        loads = [by_key[i][key].get("other_cores") for i in present]
-        loads = [float(x) for x in loads if store.is_finite(x)]
+            joined.samples.append({**rs[0], "samples_s": pooled[role], "process_repeats": sizes,
+                                   **({"process_other_cores": each} if loads else {})})
         joined.rows.append({**row, "processes": len(present),
                             **timing_fields(pooled["baseline"], pooled["backend"], sizes,
                                             stop=row.get("repeat_stop")),

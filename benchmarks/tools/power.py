@@ -404,13 +404,15 @@ RESAMPLED_MODES = (RESAMPLED, RESAMPLED_AFTER, RESAMPLED_AFTER_ALONE, RESAMPLED_
 
 def stored_processes(root: Path, dates: Sequence[str]) -> dict[tuple[str, str], list[list[np.ndarray]]]:
     """Per (model, backend): per night that recorded its processes, each
-    process's per-repeat backend/baseline ratios."""
+    process's per-repeat backend/baseline ratios (those the gate tests: a
+    process timed on a loaded machine left out, ``compare.LOADED_CORES``)."""
     found: dict[tuple[str, str], list[list[np.ndarray]]] = {}
     for date in dates:
         path = root / date / RESULT
         if not path.is_file():
             continue
         for key, side in pairing.load_run(path)[0].items():
+            side, _ = side.quiet(compare.LOADED_CORES)
             if not (side.passed and side.by_process):
                 continue
             ratios = np.asarray(side.ratios, dtype=float)
