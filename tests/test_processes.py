@@ -445,6 +445,8 @@ def test_processes_timed_on_a_loaded_machine_leave_the_units(tmp_path):
     busy = _loaded_run(tmp_path / "busy.csv", chunks, [0.3] * 6)
     judged = compare.compare(olds, busy)
     assert judged.rows[0].mark == compare.INCONCLUSIVE and judged.rows[0].loaded
+    assert judged.rows[0].note.startswith("every process of NEW was timed on a loaded machine: nothing quiet")
+    assert "no raw samples" not in judged.rows[0].note
     assert compare.verdict(judged).startswith("INCONCLUSIVE") and "1 timed on a loaded machine" in compare.verdict(judged)
 
 

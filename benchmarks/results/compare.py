@@ -454,9 +454,13 @@ def _judge_load(row: RowComparison, old: pairing.Side, new: pairing.Side, loaded
     dropped = {side: loads for side, loads in left_out.items() if loads}
     if dropped:
         said = "; ".join(f"{side} {len(loads)} (up to {max(loads):.2f} cores)" for side, loads in dropped.items())
+        emptied = [side for side, s in (("OLD", old), ("NEW", new)) if side in dropped and not s.ratios]
+        # Every process of a side loaded: that, not a lack of samples, is why it is untested.
+        why = (f"every process of {' and '.join(emptied)} was timed on a loaded machine: nothing quiet to test"
+               if emptied else row.note)
         row = replace(row, loaded=row.mark == INCONCLUSIVE,
-                      note=_joined(row.note, f"processes timed on a loaded machine left out (above {loaded:g} "
-                                             f"cores): {said}"))
+                      note=_joined(why, f"processes timed on a loaded machine left out (above {loaded:g} "
+                                        f"cores): {said}"))
     if row.mark not in (SLOWER, FASTER, NO_CHANGE):
         return row
     busy = [f"{side} {cores:.2f}" for side, s, cores in (("OLD", old, old.other_cores), ("NEW", new, new.other_cores))
