@@ -121,6 +121,85 @@ def test_pinned_night(drifting):
     assert _verdict(drifting, DATES[2])["baseline"] == f"the pinned night {DATES[0]}"
 
 
+# --------------------------------------------------------------------------
+# A slowdown two nights running
+
+
+# Each night's eight worker processes sit at these multiples of its level
+# (a spread of about 5%): +4% on one night is past the floor (2.5%) but not
+# significant alone (p 0.14 against six nights); two such nights pooled are
+# (p 0.03 against the five before them).
+PROCESS_LEVELS = (0.92, 0.95, 0.97, 0.99, 1.01, 1.03, 1.05, 1.08)
+
+
+def _process_night(root, date, level, jitter):
+    """Night ``date``: DRIFT at ``level`` times 0.8, STEADY at 0.9, one model,
+    each process three repeats at its multiple of PROCESS_LEVELS (times
+    1 + ``jitter``, so that nights do not tie)."""
+    rows, records = [], []
+    for backend, ratio in ((DRIFT, 0.8 * level), (STEADY, 0.9)):
+        base = np.full(3 * len(PROCESS_LEVELS), 0.01)
+        timed = base * ratio * (1 + jitter) * np.repeat(PROCESS_LEVELS, 3)
+        rows.append(dict(dev="cpu", name="m1", batch_size=1, backend=backend, baseline="xla", suite="builtin",
+                         mode="inference", dtype="fp32", dynamic="static", speedup=float(1 / np.median(timed / base)),
+                         abs_latency=float(np.median(timed)) * 1e3, status="pass", cpu_model="Xeon", cpu_count=2))
+        key = {k: v for k, v in store.key_fields(rows[-1]).items() if k not in ("name", "backend")}
+        sizes = {"process_repeats": [3] * len(PROCESS_LEVELS)}
+        records += [{**store.sample_record("m1", backend, "baseline", base, **key), **sizes},
+                    {**store.sample_record("m1", backend, "backend", timed, **key), **sizes}]
+    csv_path = root / date / "performance.csv"
+    store.append_rows(csv_path, rows)
+    store.append_samples(store.samples_path(csv_path), records)
+
+
+def _two_slow_nights(root, last, tonight):
+    """Five steady nights, then last night and tonight with DRIFT at ``last``
+    and ``tonight`` times its level."""
+    for night, level in enumerate([1.0] * 5 + [last, tonight]):
+        _process_night(root, DATES[night], level, 0.001 * night)
+    return root
+
+
+def _drift_rows(root, date):
+    return [r for r in _verdict(root, date)["rows"] if r["backend"] == DRIFT]
+
+
+def test_a_slowdown_two_nights_running_is_judged_on_both_together(tmp_path):
+    """DRIFT 4% slower last night and tonight: tonight alone is not
+    significant, the two nights pooled against the five before are; the
+    row is slower and says why.  ``--no-two-nights`` judges tonight alone."""
+    root = _two_slow_nights(tmp_path, 1.04, 1.04)
+    alone = compare.compare(list(history.choose_baseline(root, DATES[6], 7).runs), root / DATES[6] / "performance.csv")
+    assert {r.mark for r in alone.rows if r.backend == DRIFT} == {compare.NO_CHANGE}
+    assert all(r.change >= compare.flag_at(0.05, compare.UNIT_PROCESS) for r in alone.rows if r.backend == DRIFT)
+    assert _gate(root, DATES[6], "--no-confirm") == 1
+    rows = _drift_rows(root, DATES[6])
+    assert {r["mark"] for r in rows} == {compare.SLOWER}
+    assert all(f"slower two nights running: {DATES[5]} and this night together +" in r["note"]
+               and f"against the 5 night(s) before {DATES[5]}" in r["note"] for r in rows)
+    assert {r["mark"] for r in _verdict(root, DATES[6])["rows"] if r["backend"] == STEADY} == {compare.NO_CHANGE}
+    assert _gate(root, DATES[6], "--no-confirm", "--no-two-nights") == 0
+    assert {r["mark"] for r in _drift_rows(root, DATES[6])} == {compare.NO_CHANGE}
+
+
+@pytest.mark.parametrize("last, tonight", [(1.08, 1.0), (1.0, 1.04)])  # one-off; only tonight
+def test_one_slow_night_is_not_two(tmp_path, last, tonight):
+    """Last night slow and tonight back (tonight's own change under the
+    floor), or only tonight slower (the two pooled are not past the floor):
+    no two-night slowdown."""
+    root = _two_slow_nights(tmp_path, last, tonight)
+    _gate(root, DATES[6], "--no-confirm")
+    assert all("two nights running" not in r["note"] for r in _drift_rows(root, DATES[6]))
+    if tonight == 1.0:  # last night's slowdown does not fail tonight
+        assert {r["mark"] for r in _drift_rows(root, DATES[6])} <= {compare.NO_CHANGE, compare.FASTER}
+
+
+def test_a_pinned_or_given_baseline_judges_tonight_alone(tmp_path):
+    root = _two_slow_nights(tmp_path, 1.04, 1.04)
+    assert _gate(root, DATES[6], "--no-confirm", "--pin", DATES[4]) in (0, 1)
+    assert all("two nights running" not in r["note"] for r in _drift_rows(root, DATES[6]))
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--pin", "2025-12-31"], "no night"),
     (["--baseline-nights", "0"], "whole number of nights"),

@@ -229,9 +229,26 @@ def test_power_counts_false_alarms_and_catches_by_size_and_model(nights):
         assert alone <= pooled <= tally.caught[(power.BEFORE, size)][0]
     assert tally.caught[(power.AFTER, 0.08)][0] > tally.caught[(power.AFTER_ALONE, 0.08)][0]
     assert tally.caught[(power.TWO_NIGHTS, 0.2)][1] == 8
+    # By the second night: the nights with a next night and a stand-in re-run
+    # for it (nights 2-4 of 2-6), both models; the quiet model's every night.
+    for size in (0.03, 0.08, 0.2):
+        second = tally.caught[(power.SECOND_NIGHT, size)]
+        assert second[1] == 6 and second[0] >= 3
 
 
-def test_report_prints_every_mode_and_model(nights):
+def test_the_second_night_is_judged_with_the_first_in_its_window(tmp_path, nights):
+    """The history the second night is judged in: the night the slowdown
+    landed and the second night slowed, every other night as measured."""
+    root, dates = nights
+    slowed = tmp_path / "slowed"
+    for date in dates:
+        power.slowed_night(root / date, slowed / date, 1.2)
+    found = power._second_night(root, dates, dates[3], dates[4], dates[2], slowed, 7, gate.Policy(),
+                                tmp_path / "history")
+    assert {key.name for key, hit in found.items() if hit} >= {"quiet"}
+    for date in dates:
+        expected = (slowed if date in (dates[2], dates[3]) else root) / date
+        assert (tmp_path / "history" / date).resolve() == expected.resolve()
     root, dates = nights
     tally = power.measure_power(root, dates, (0.05,))
     text = power.report(tally, (0.05,), {"judging": 1.0})

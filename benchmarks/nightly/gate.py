@@ -7,7 +7,10 @@ does the work:
 1. the baseline (``history.choose_baseline``): by default the paired ratios
    of the last K complete nights pooled; partial nights are never used;
 2. ``compare.compare`` of tonight against it; tonight's absent rows are
-   ``missing`` when tonight is partial (``night.json``);
+   ``missing`` when tonight is partial (``night.json``); a row tonight
+   shows slower past the floor but not significantly is judged again on
+   last night and tonight together against the nights before last night
+   (``two_nights``): a slowdown two nights running is ``slower``;
 3. the other policies of ``configs/gate.yaml`` (``--gate-config``;
    ``benchmarks.results.policies``): cold first call and peak memory
    against the same baseline, and the pass rate;
@@ -77,6 +80,9 @@ def add_arguments(p: argparse.ArgumentParser, step: str | None) -> None:
     p.add_argument("--pool-every-night", dest="leave_out", action="store_false",
                    help="keep every baseline night in each row's pool, even one whose median ratio is more "
                         f"than {compare.LEAVE_OUT_THRESHOLDS:g} thresholds from the others' (default: left out)")
+    p.add_argument("--no-two-nights", dest="two_nights", action="store_false",
+                   help="judge each night alone: not also last night and tonight together when tonight "
+                        "looks slower but not significantly (default: together too)")
     p.add_argument("--no-confirm", dest="confirm", action="store_false",
                    help="fail on slower rows without measuring them again first")
     compare_cli.add_policy(p)
@@ -108,6 +114,7 @@ class Policy:
     expected: str | None = None  # the expected files' folder (None: configs/expected)
     leave_out: bool = True  # a baseline night far from the others leaves the row's pool (compare)
     loaded: float | None = compare.LOADED_CORES  # cores: a row timed beside more is inconclusive (compare)
+    two_nights: bool = True  # a slowdown two nights running is judged on both together (two_nights)
 
     def policies(self) -> tuple[policies.Policy, ...]:
         return policies.with_speedup(policies.load_policies(self.gate_config), self.threshold, self.alpha,
@@ -167,6 +174,40 @@ def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Bas
     return settle(reruns.get, why, pooled)
 
 
+def two_nights(comparison: compare.Comparison, baseline: history.Baseline, night_csv: Path,
+               policy: Policy) -> compare.Comparison:
+    """``comparison`` with each row that tonight shows slower past the floor
+    its units flag (``compare.flag_at``) but not significantly judged again
+    on last night and tonight pooled, against the window of nights before
+    last night: ``slower`` when the two together are.  A regression that
+    landed yesterday and was missed then is caught on its second night with
+    twice the processes (docs/methodology.md, the gate's power); a one-off
+    slow night does not fail the next, whose own change must be past the
+    floor too.  Only with a window of nights (not ``--pin`` or
+    ``--previous``), and only for per-process units."""
+    if baseline.kind != "nights" or baseline.window < 2 or not baseline.runs:
+        return comparison
+    candidates = {row.key for row in comparison.rows if row.mark == compare.NO_CHANGE
+                  and row.unit == compare.UNIT_PROCESS and row.change >= compare.flag_at(comparison.threshold, row.unit)}
+    if not candidates:
+        return comparison
+    last, last_csv = baseline.dates[-1], Path(baseline.runs[-1])
+    before = history.choose_baseline(last_csv.parent.parent, last, baseline.window)
+    if not before.runs:
+        return comparison
+    together = {row.key: row for row in compare.compare(list(before.runs), [last_csv, night_csv],
+                                                        **policy.kwargs()).rows}
+    rows = []
+    for row in comparison.rows:
+        both = together.get(row.key)
+        if row.key in candidates and both is not None and both.mark == compare.SLOWER and both.unit == row.unit:
+            row = replace(row, mark=compare.SLOWER, note=compare.joined(
+                row.note, f"slower two nights running: {last} and this night together {both.change:+.1%}, "
+                          f"p {both.p_value:.3f}, against the {len(before.runs)} night(s) before {last}"))
+        rows.append(row)
+    return replace(comparison, rows=rows)
+
+
 EXPECTED_POLICY = policies.Policy("expected", threshold=0.0, confirm=False)
 
 
@@ -200,6 +241,8 @@ def judge_all(root: Path, date: str, baseline: history.Baseline, policy: Policy,
     judgement = expected.judge(expected.run_rows(night.csv), expected.load(policy.expected))
     labels = dict(baseline=baseline.describe(), old_label=baseline.label(), partial=night.partial)
     comparison = compare.compare(list(baseline.runs), night.csv, **policy.kwargs(), **labels)
+    if policy.two_nights:
+        comparison = two_nights(comparison, baseline, night.csv, policy)
     comparison = excuse_flaky(comparison, expected.flaky_failures(judgement))
     others = policies.metric_comparisons(configured, list(baseline.runs), [night.csv], **labels)
     settled = _confirmed({"speedup": comparison, **others}, baseline, night, policy, configured, remeasure)
@@ -385,7 +428,7 @@ def gate(args: argparse.Namespace) -> int:
     compare_cli.check_policy(args)
     policy = Policy(args.threshold, args.alpha, args.min_samples, args.latency_criterion,
                     args.allow_removed, args.fail_on_inconclusive, args.gate_config, expected=args.expected,
-                    leave_out=args.leave_out, loaded=args.max_other_cores)
+                    leave_out=args.leave_out, loaded=args.max_other_cores, two_nights=args.two_nights)
     try:
         policy.policies()
         expected.load(policy.expected)

@@ -459,7 +459,7 @@ def _judge_load(row: RowComparison, old: pairing.Side, new: pairing.Side, loaded
         why = (f"every process of {' and '.join(emptied)} was timed on a loaded machine: nothing quiet to test"
                if emptied else row.note)
         row = replace(row, loaded=row.mark == INCONCLUSIVE,
-                      note=_joined(why, f"processes timed on a loaded machine left out (above {loaded:g} "
+                      note=joined(why, f"processes timed on a loaded machine left out (above {loaded:g} "
                                         f"cores): {said}"))
     if row.mark not in (SLOWER, FASTER, NO_CHANGE):
         return row
@@ -468,7 +468,7 @@ def _judge_load(row: RowComparison, old: pairing.Side, new: pairing.Side, loaded
     if not busy:
         return row
     return replace(row, mark=INCONCLUSIVE, detectable=NAN, loaded=True,
-                   note=_joined(row.note, f"timed on a loaded machine: other processes kept {', '.join(busy)} "
+                   note=joined(row.note, f"timed on a loaded machine: other processes kept {', '.join(busy)} "
                                           f"cores busy (above {loaded:g}); a {row.mark} ratio there is "
                                           "the load's as much as the code's"))
 
@@ -522,10 +522,10 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
     row = RowComparison(**{**base, **_judge_measured(old, new, policy)})
     row = _judge_load(row, old, new, policy.loaded, quiet)
     if old.left_out:
-        row = replace(row, note=_joined(row.note, "left out of the pool: " + ", ".join(old.left_out)))
+        row = replace(row, note=joined(row.note, "left out of the pool: " + ", ".join(old.left_out)))
     if mixed_cpus and old.cpu and new.cpu and old.cpu != new.cpu:
         # Shards on different machines: which rows changed machine is worth a note.
-        return replace(row, note=_joined(row.note, f"CPU {old.cpu} -> {new.cpu}"))
+        return replace(row, note=joined(row.note, f"CPU {old.cpu} -> {new.cpu}"))
     return row
 
 
@@ -678,33 +678,33 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
             if second is None or second.mark == NEW_FAILURE:
                 confirmed += second is not None
                 settled = "confirmed by a re-run" if second is not None else "not settled (no re-run of it)"
-                rows.append(replace(row, note=_joined(row.note, settled)))
+                rows.append(replace(row, note=joined(row.note, settled)))
             elif second.mark == SLOWER:
                 confirmed += 1
-                rows.append(replace(second, note=_joined(second.note, "failed in the night; a re-run ran "
+                rows.append(replace(second, note=joined(second.note, "failed in the night; a re-run ran "
                                                                      f"it and found it slower ({measured})")))
             else:
                 unconfirmed += 1
                 rows.append(replace(row, mark=UNCONFIRMED,
-                                    note=_joined(row.note, f"a re-run ran it: {second.mark} ({measured})")))
+                                    note=joined(row.note, f"a re-run ran it: {second.mark} ({measured})")))
             continue
         both = together.get(row.key)
         if second is not None and second.mark == SLOWER:
             confirmed += 1
-            rows.append(replace(row, note=_joined(row.note, f"confirmed by a re-run ({measured})")))
+            rows.append(replace(row, note=joined(row.note, f"confirmed by a re-run ({measured})")))
         elif (second is not None and both is not None and second.unit == both.unit
               and confirmed_with_night(second.mark, second.change, both.mark, comparison.threshold, second.unit)):
             confirmed += 1
-            rows.append(replace(row, note=_joined(
+            rows.append(replace(row, note=joined(
                 row.note, f"confirmed by a re-run ({measured}) with the night: together "
                           f"{_change_cell(both.change)}, p {_p_cell(both.p_value)}")))
         elif second is not None and second.mark in (NO_CHANGE, FASTER):
             unconfirmed += 1
             rows.append(replace(row, mark=UNCONFIRMED,
-                                note=_joined(row.note, f"a re-run found {second.mark} ({measured})")))
+                                note=joined(row.note, f"a re-run found {second.mark} ({measured})")))
         else:
             why = f"the re-run: {second.mark}" if second is not None else "no re-run of it"
-            rows.append(replace(row, note=_joined(row.note, f"not settled ({why})")))
+            rows.append(replace(row, note=joined(row.note, f"not settled ({why})")))
     tried = sum(1 for row in comparison.rows if row.mark in RECHECKED) if rerun is not None else 0
     result = Confirmation(rerun=tried, confirmed=confirmed, unconfirmed=unconfirmed,
                           verdict_before=verdict(comparison), exit_code_before=exit_code(comparison),
@@ -721,7 +721,8 @@ def confirmed_with_night(rerun_mark: str, rerun_change: float, pooled_mark: str,
             and rerun_change >= flag_at(threshold, unit))
 
 
-def _joined(*notes: str) -> str:
+def joined(*notes: str) -> str:
+    """Notes joined with "; ", the empty ones left out."""
     return "; ".join(n for n in notes if n)
 
 

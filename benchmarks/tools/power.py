@@ -38,7 +38,16 @@ Gate modes, each counted over the same nights:
 * ``gate, after re-run, judged alone``: the slowdowns settled by the
   stand-in re-run alone (the rule before the night was pooled with it);
 * ``two nights``: tonight and last night pooled, against the K nights before
-  last night: a slowdown that persisted two nights judged on both together.
+  last night: a slowdown that persisted two nights judged on both together;
+* ``gate, by the second night``: for the slowdowns, a row the gate settled
+  as slower on the night the slowdown landed (after its re-run) or on the
+  night after it, that night judged by the gate as it would be (its window
+  holding the first slowed night; ``gate.two_nights`` pooling the two) and
+  settled by its own stand-in re-run (the night after that, slowed alike;
+  the night after the first is also the first's stand-in re-run, so the two
+  chances are not independent).  The gate's verdicts on identical
+  nights (``gate, before re-run`` / ``after re-run``) already include the
+  two-night rule.
 
 The first call (``configs/gate.yaml``'s ``first_call`` policy), judged again
 from each night's files, on its own table: false alarms on the identical
@@ -103,7 +112,9 @@ BEFORE_ANY = "gate, before re-run, any policy"
 AFTER = "gate, after re-run"
 AFTER_ALONE = "gate, after re-run, judged alone"
 TWO_NIGHTS = "two nights"
-MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, EVERY_NIGHT, BEFORE, BEFORE_ANY, AFTER, AFTER_ALONE, TWO_NIGHTS)
+SECOND_NIGHT = "gate, by the second night"
+MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, EVERY_NIGHT, BEFORE, BEFORE_ANY, AFTER, AFTER_ALONE, TWO_NIGHTS,
+         SECOND_NIGHT)
 DEFAULT_FIRST_CALL_SLOWDOWNS = (0.25, 0.50)
 FIRST_CALL = "first call, per process"
 FIRST_CALL_ONE = "first call, one pair a night"
@@ -328,11 +339,36 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
             if two is not None:
                 slowed_two = [slowed_root / Path(p).parent.name / RESULT for p in two[1]]
                 by_mode[TWO_NIGHTS] = _slower(compare.compare(two[0], slowed_two, **policy.kwargs()))
+            if rerun is not None and len(later) >= 2 and dates.index(later[0]) == dates.index(date) + 1:
+                second = _second_night(root, dates, later[0], later[1], date, slowed_root, window, policy,
+                                       scratch / "second" / f"{slowdown:g}" / date)
+                first = by_mode[AFTER]
+                by_mode[SECOND_NIGHT] = {key: hit or second.get(key, False) for key, hit in first.items()}
             for mode, rows in by_mode.items():
                 for key, hit in rows.items():
                     tally.count((mode, slowdown), hit)
             for key, hit in caught.items():
                 tally.count((key.name, key.backend, slowdown), hit)
+
+
+def _second_night(root: Path, dates: Sequence[str], tonight: str, stand_in: str, landed: str,
+                  slowed_root: Path, window: int, policy, folder: Path) -> dict:
+    """The gate's settled verdict, per row, on night ``tonight`` when the
+    slowdown landed on night ``landed`` (before it): a history in
+    ``folder`` of the nights of ``root``, those two slowed
+    (``slowed_root``), judged as the gate would (its window, the two-night
+    rule), and settled by night ``stand_in`` slowed as its re-run."""
+    for date in dates:
+        source = slowed_root / date if date in (landed, tonight) else root / date
+        if source.is_dir():
+            (folder / date).parent.mkdir(parents=True, exist_ok=True)
+            (folder / date).symlink_to(source.resolve(), target_is_directory=True)
+    baseline = history.choose_baseline(folder, tonight, window)
+    judged = gate.judge(folder, tonight, baseline, policy, remeasure=None)
+    again = slowed_root / stand_in / RESULT
+    rerun = compare.compare(list(baseline.runs), again, **policy.kwargs())
+    pooled = compare.compare(list(baseline.runs), [folder / tonight / RESULT, again], **policy.kwargs())
+    return _slower(compare.confirm(judged, rerun, pooled=pooled))
 
 
 # --------------------------------------------------------------------------
