@@ -131,11 +131,11 @@ PROCESS_FLAG_FRACTION = 0.5
 # nights the gate caught a +5% slowdown on 134 of 144 rows with such nights
 # left out and on 125 with them pooled (docs/methodology.md, the gate's power).
 LEAVE_OUT_THRESHOLDS = 2.0
-# A row timed while other processes kept more cores than this busy
-# (``other_cores``) is inconclusive, and a pooled old side leaves such a run
-# out: quiet nights here read at most 0.02; a test suite beside a night read
-# 0.28-0.68 and moved the paired ratio of the rows it shared the cores with
-# by 3-18% (docs/methodology.md, the gate's power).
+# A worker process timed while other processes kept more cores than this
+# busy leaves the units tested (a row of one process is inconclusive): quiet
+# nights here read at most 0.02; a test suite beside a night read 0.28-0.68
+# and moved the paired ratio of the rows it shared the cores with by 3-18%
+# (docs/methodology.md, the gate's power).
 LOADED_CORES = 0.1
 
 # Summary order: what needs attention first.
@@ -574,10 +574,10 @@ def compare(
     medians where both sides have them; ``repeat``: per-repeat ratios
     always).  ``leave_out``: a pooled old side leaves out of each row's
     pool a run far from the others (``LEAVE_OUT_THRESHOLDS``), named in the
-    row's note.  ``loaded`` (cores): a row timed while other processes kept
-    more than that busy is inconclusive, and a pooled old side leaves such
-    runs out (None: the load is not judged).  See the module docstring for
-    the rules.
+    row's note.  ``loaded`` (cores): a worker process timed while other
+    processes kept more than that busy leaves the units tested, and a row
+    of one process timed so is inconclusive (rule 5; None: the load is not
+    judged).  See the module docstring for the rules.
     Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
     """
     if units not in UNITS:
