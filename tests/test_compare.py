@@ -692,6 +692,26 @@ def test_compare_notes_a_change_of_cpu(tmp_path):
     assert {row.note for row in changed.rows} == {""}
 
 
+def test_a_pooled_baseline_keeps_the_runs_on_the_new_runs_cpu(tmp_path):
+    """Nights on two CPUs pooled: a row is judged against the nights on its
+    own CPU (the others named in its note); a row whose CPU no night had is
+    inconclusive, and the verdict is never a PASS.  One old run on another
+    CPU is still judged, with its CPU changed line (above)."""
+    steady = {"a": [1.0] * 8, "b": [0.5] * 8}
+    xeon, epyc = dict.fromkeys(steady, ("Xeon 8370C", 2)), dict.fromkeys(steady, ("AMD EPYC (cpu family 25)", 2))
+    olds = [_on_cpu(_ratio_run(tmp_path / f"2000-01-0{i}" / "performance.csv", steady), cpus)
+            for i, cpus in enumerate((xeon, epyc, xeon), start=1)]
+    new = _on_cpu(_ratio_run(tmp_path / "new.csv", steady), {"a": xeon["a"], "b": ("Xeon 8272CL", 2)})
+    comparison = compare.compare(olds, new)
+    rows = {row.name: row for row in comparison.rows}
+    assert rows["a"].mark == compare.NO_CHANGE and rows["a"].n_old == 16
+    assert "left out of the pool: 2000-01-02 (CPU AMD EPYC (cpu family 25), 2 CPUs)" in rows["a"].note
+    assert rows["b"].mark == compare.INCONCLUSIVE and rows["b"].other_cpu
+    assert rows["b"].note.startswith("no baseline run on this CPU (Xeon 8272CL, 2 CPUs; theirs: AMD EPYC")
+    assert compare.verdict(comparison) == "INCONCLUSIVE (1 inconclusive, 1 on a CPU no baseline run had)"
+    assert compare.exit_code(comparison) == 0
+
+
 def test_rows_note_their_cpu_when_shards_ran_on_different_machines(tmp_path):
     steady = {"a": [1.0] * 8, "b": [0.5] * 8}
     old = _on_cpu(_ratio_run(tmp_path / "old.csv", steady), dict.fromkeys(steady, ("Xeon", 2)))

@@ -61,7 +61,13 @@ The rules, in the order they are applied to a (name, backend) pair:
    with too few is ``inconclusive``.  A tested row of one process (no
    per-process loads) above it is ``inconclusive``, and such a run leaves
    a pooled old side while a quiet one stays.  A verdict with rows the load
-   left untested is never a PASS.
+   left untested is never a PASS;
+6. a pooled old side (two runs or more) keeps only the runs on NEW's CPU
+   (``cpu_model``, ``cpu_count``; runs that did not record it stay): a
+   paired ratio moves between CPU generations (mobilenet_v2: 0.64-0.67 on
+   one "AMD EPYC", 0.72 on another).  With none on it the row is
+   ``inconclusive`` and the verdict never a PASS.  One old run on another
+   CPU is judged, with a ``CPU changed`` line.
 
 The gate fails on ``slower`` and ``new failure``; on ``removed`` unless
 ``allow_removed`` (a nightly that lost a shard must not pass silently); on
@@ -197,6 +203,8 @@ class RowComparison:
     unit: str = ""
     # Timed on a loaded machine (``LOADED_CORES``): inconclusive for that.
     loaded: bool = False
+    # No run of the pooled old side ran on NEW's CPU: inconclusive for that.
+    other_cpu: bool = False
     # The experiment (store.ExperimentKey); not rendered.
     key: Any = field(default=None, compare=False, repr=False)
 
@@ -515,6 +523,10 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
         # What broke is the first question a reviewer has about a new failure.
         note = _shorten(new.error) if not new.passed else ""
         return RowComparison(mark=status_mark, note=note, **base)
+    if old.other_cpu:
+        return RowComparison(mark=INCONCLUSIVE, other_cpu=True, note=(
+            f"no baseline run on this CPU ({new.cpu}; theirs: {old.other_cpu}): a paired ratio moves "
+            "between CPU generations"), **base)
     quiet = {}
     if policy.loaded is not None:  # the processes timed on a loaded machine leave the units
         (old, quiet["OLD"]), (new, quiet["NEW"]) = old.quiet(policy.loaded), new.quiet(policy.loaded)
@@ -589,13 +601,14 @@ def compare(
         raise ValueError("no baseline run to compare with")
     if not news:
         raise ValueError("no run to judge")
-    old_run, old_dfs = pairing.load_baseline(olds, load,
-                                             LEAVE_OUT_THRESHOLDS * threshold if leave_out else None, loaded)
     if len(news) == 1:
         new_run, new_df = load(news[0])
     else:
         new_run, new_dfs = pairing.load_baseline(news, load)
         new_df = pd.concat(new_dfs, ignore_index=True)
+    old_run, old_dfs = pairing.load_baseline(olds, load,
+                                             LEAVE_OUT_THRESHOLDS * threshold if leave_out else None, loaded,
+                                             cpus={key: side.cpu for key, side in new_run.items()})
     old_cuts = [cut for path in olds for cut in store.cuts(path)]
     new_cuts = [cut for path in news for cut in store.cuts(path)]
     mixed = len(pairing.cpus_of(old_run)) > 1 or len(pairing.cpus_of(new_run)) > 1
@@ -899,8 +912,10 @@ def verdict(comparison: Comparison) -> str:
     if comparison.old_empty:
         failing.append("OLD has no rows to judge against")
     loaded = sum(row.loaded for row in comparison.rows)
+    elsewhere = sum(row.other_cpu for row in comparison.rows)
     unjudged = (["OLD damaged"] if comparison.old_damaged else []) + (
-        [f"{loaded} timed on a loaded machine"] if loaded else [])
+        [f"{loaded} timed on a loaded machine"] if loaded else []) + (
+        [f"{elsewhere} on a CPU no baseline run had"] if elsewhere else [])
     if failing:
         return f"FAIL ({', '.join(failing + unjudged)})"
     if nothing_compared(comparison):

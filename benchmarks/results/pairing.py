@@ -54,6 +54,9 @@ class Side:
     # Each process's ``other_cores``, in the order of ``process_repeats``
     # (schema version 11; a version-10 row's mean for each; () unknown).
     process_loads: tuple[float, ...] = ()
+    # A pooled side none of whose runs ran on the CPU asked for
+    # (``load_baseline``'s ``cpus``): theirs, and no samples.
+    other_cpu: str = ""
 
     @property
     def passed(self) -> bool:
@@ -258,7 +261,7 @@ def paired_ratios(csv_path: str | os.PathLike) -> dict[store.ExperimentKey, tupl
 
 
 def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None = None,
-          loaded_cores: float | None = None) -> Side:
+          loaded_cores: float | None = None, cpu: str = "") -> Side:
     """One experiment over several runs, oldest first: the newest run's row
     (status, settings, CSV numbers) with the paired samples of every run in
     which it passed with those settings, concatenated -- pairing stays within
@@ -275,16 +278,29 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
     run measured quiet stays -- a run that says each process's load
     (``process_loads``) stays, its loaded processes left out where it is
     judged (``Side.quiet``); the pooled side's ``other_cores`` is the most
-    of the runs it kept (a loaded one only when no quiet one was left)."""
+    of the runs it kept (a loaded one only when no quiet one was left).
+
+    ``cpu``: the CPU of the run judged against this pool: of two runs or
+    more, those that ran on another CPU (both known) are left out first --
+    a paired ratio moves between CPU generations -- and when none ran on
+    it, the side has no samples and says whose CPU it has (``other_cpu``)."""
     newest = sides[-1]
     usable = [(s, n) for s, n in zip(sides, names) if s.passed and s.paired and s.settings == newest.settings]
     if not newest.passed or not usable:
         return newest
     left_out: list[str] = []
+    if cpu and len(sides) > 1:
+        other = [(s, n) for s, n in usable if s.cpu and s.cpu != cpu]
+        if other and len(other) == len(usable):
+            return replace(newest, backend_s=(), baseline_s=(), process_repeats=(), process_loads=(),
+                           other_cpu="; ".join(sorted({s.cpu for s, _ in other})))
+        if other:
+            left_out = [f"{n} (CPU {s.cpu})" for s, n in other]
+            usable = [(s, n) for s, n in usable if all(s is not o for o, _ in other)]
     if loaded_cores is not None:
         busy = [(s, n) for s, n in usable if s.other_cores > loaded_cores and not s.process_loads]
         if busy and len(busy) < len(usable):
-            left_out = [f"{n} (loaded: {s.other_cores:.2f} cores)" for s, n in busy]
+            left_out += [f"{n} (loaded: {s.other_cores:.2f} cores)" for s, n in busy]
             usable = [(s, n) for s, n in usable if all(s is not b for b, _ in busy)]
     if leave_out is not None and len(usable) >= 3:
         middle = float(np.median([s.median_ratio for s, _ in usable]))
@@ -314,10 +330,12 @@ Loader = Callable[[str | os.PathLike], tuple[dict[store.ExperimentKey, Side], pd
 
 
 def load_baseline(csv_paths: Sequence[str | os.PathLike], load: Loader = load_run,
-                  leave_out: float | None = None, loaded_cores: float | None = None
+                  leave_out: float | None = None, loaded_cores: float | None = None,
+                  cpus: Mapping[Any, str] | None = None
                   ) -> tuple[dict[store.ExperimentKey, Side], list[pd.DataFrame]]:
     """The old side: one run, or several pooled (``_pool``; ``leave_out``:
-    its rule for a run far from the others; ``loaded_cores``: for a run timed on a
+    its rule for a run far from the others; ``cpus``: per experiment, the CPU
+    of the run judged against it; ``loaded_cores``: for a run timed on a
     loaded machine).  Its experiments are the
     newest run's, so an experiment dropped on purpose is judged ``removed``
     once, against the run that last had it, not again for as long as an
@@ -330,7 +348,7 @@ def load_baseline(csv_paths: Sequence[str | os.PathLike], load: Loader = load_ru
     for key in newest:
         having = [(run, name) for (run, _), name in zip(loaded, names) if key in run]
         pooled[key] = _pool([run[key] for run, _ in having], [name for _, name in having], leave_out,
-                            loaded_cores)
+                            loaded_cores, (cpus or {}).get(key, ""))
     return pooled, [df for _, df in loaded]
 
 

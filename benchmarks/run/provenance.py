@@ -120,7 +120,10 @@ def versions() -> dict[str, str]:
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name as the kernel reports it (``/proc/cpuinfo``,
     x86's "model name", else the first of the fields other architectures
-    use); else what ``platform`` knows; else ``"unknown"``."""
+    use); else what ``platform`` knows; else ``"unknown"``.  A name with no
+    model number in it (a virtual machine's "AMD EPYC", whatever the
+    generation under it) is followed by x86's family, model and stepping,
+    so that two generations, whose paired ratios differ, are two CPUs."""
     try:
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -133,7 +136,11 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     for key in ("model name", "hardware", "cpu model", "processor"):
         # ARM's "processor" is a number (the CPU index), no name.
         if key in fields and not fields[key].isdigit():
-            return fields[key]
+            name = fields[key]
+            generation = [f"{part} {fields[part]}" for part in ("cpu family", "model", "stepping") if part in fields]
+            if key == "model name" and not any(c.isdigit() for c in name) and generation:
+                return f"{name} ({', '.join(generation)})"
+            return name
     return platform.processor() or platform.machine() or UNKNOWN
 
 
