@@ -25,8 +25,8 @@ def test_cpu_model_of_x86_and_arm_cpuinfo(tmp_path):
 
 
 def test_a_model_name_without_a_number_says_the_cpus_generation(tmp_path):
-    """A virtual machine's "AMD EPYC" hides which EPYC: mobilenet_v2's paired
-    ratio was 0.64-0.67 on one and 0.72 on another, both "AMD EPYC"."""
+    """A virtual machine's "AMD EPYC" hides which EPYC it is: the family,
+    model and stepping tell two generations apart."""
     genoa = tmp_path / "genoa"
     genoa.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
                      "model name\t: AMD EPYC\nstepping\t: 1\n")

@@ -64,8 +64,8 @@ The rules, in the order they are applied to a (name, backend) pair:
    left untested is never a PASS;
 6. a pooled old side (two runs or more) keeps only the runs on NEW's CPU
    (``cpu_model``, ``cpu_count``; runs that did not record it stay): a
-   paired ratio moves between CPU generations (mobilenet_v2: 0.64-0.67 on
-   one "AMD EPYC", 0.72 on another).  With none on it the row is
+   paired ratio moves between machines (mobilenet_v2: 0.64-0.67 on the
+   machines of eleven nights, 0.72 on another, all "AMD EPYC").  With none on it the row is
    ``inconclusive`` and the verdict never a PASS.  One old run on another
    CPU is judged, with a ``CPU changed`` line.
 
@@ -526,7 +526,7 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
     if old.other_cpu:
         return RowComparison(mark=INCONCLUSIVE, other_cpu=True, note=(
             f"no baseline run on this CPU ({new.cpu}; theirs: {old.other_cpu}): a paired ratio moves "
-            "between CPU generations"), **base)
+            "between machines"), **base)
     quiet = {}
     if policy.loaded is not None:  # the processes timed on a loaded machine leave the units
         (old, quiet["OLD"]), (new, quiet["NEW"]) = old.quiet(policy.loaded), new.quiet(policy.loaded)

@@ -282,7 +282,7 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
 
     ``cpu``: the CPU of the run judged against this pool: of two runs or
     more, those that ran on another CPU (both known) are left out first --
-    a paired ratio moves between CPU generations -- and when none ran on
+    a paired ratio moves between machines -- and when none ran on
     it, the side has no samples and says whose CPU it has (``other_cpu``)."""
     newest = sides[-1]
     usable = [(s, n) for s, n in zip(sides, names) if s.passed and s.paired and s.settings == newest.settings]

@@ -123,7 +123,7 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     use); else what ``platform`` knows; else ``"unknown"``.  A name with no
     model number in it (a virtual machine's "AMD EPYC", whatever the
     generation under it) is followed by x86's family, model and stepping,
-    so that two generations, whose paired ratios differ, are two CPUs."""
+    so that two generations under one name are two CPUs."""
     try:
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
