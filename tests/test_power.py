@@ -104,6 +104,13 @@ def test_the_first_call_table_counts_both_rules_on_the_same_nights(tmp_path, col
     assert "+100% caught (rows)" in text
 
 
+def test_the_cpus_line_says_which_nights_ran_on_which_machine():
+    cpus = {"2000-01-01": "A, 2 CPUs", "2000-01-02": "A, 2 CPUs", "2000-01-03": "", "2000-01-04": "B, 2 CPUs"}
+    assert power.cpus_line(cpus) == ("CPUs: A, 2 CPUs: 2000-01-01 .. 2000-01-02; not recorded: 2000-01-03; "
+                                     "B, 2 CPUs: 2000-01-04\n")
+    assert power.cpus_line({}) == ""
+
+
 def test_loaded_nights_are_named_and_excluded_above_the_cores_given(tmp_path, nights, capsys):
     import shutil
 

@@ -71,7 +71,9 @@ gate had them there), out of the two-night pairs, the re-run stand-ins and
 the resampled processes.  Each night's load is printed: the most cores
 other processes kept busy while one of its rows was timed (``other_cores``,
 rows of schema version 10 on); ``--exclude-loaded CORES`` excludes the
-nights above CORES as ``--exclude`` does.
+nights above CORES as ``--exclude`` does.  So is the CPU each night ran on:
+the gate pools only the nights on a row's own CPU, so nights on another
+machine are judged as a set of their own.
 
 Printed: the false alarms of each mode, the slowdowns caught per mode and
 size, and per model and size for the gate, and the wall time.  Exit status:
@@ -394,6 +396,30 @@ def loads_line(loads: dict[str, float | None]) -> str:
             if known else "")
 
 
+def night_cpus(root: Path, dates: Sequence[str]) -> dict[str, str]:
+    """Per night: the CPUs its rows ran on (``pairing.cpu_label``; "" where
+    they did not record it)."""
+    found = {}
+    for date in dates:
+        path = root / date / RESULT
+        rows = store.read_rows(path).to_dict("records") if path.is_file() else []
+        found[date] = "; ".join(sorted({pairing.cpu_label(row) for row in rows} - {""}))
+    return found
+
+
+def cpus_line(cpus: dict[str, str]) -> str:
+    """``CPUs: A: 2000-01-01 .. 2000-01-14; B: 2000-01-15 ..`` -- which nights
+    ran on which machine (the gate pools only a row's own CPU's nights)."""
+    runs: list[list] = []
+    for date, cpu in cpus.items():
+        if runs and runs[-1][0] == cpu:
+            runs[-1][2] = date
+        else:
+            runs.append([cpu, date, date])
+    shown = [f"{cpu or 'not recorded'}: {first}" + (f" .. {last}" if last != first else "") for cpu, first, last in runs]
+    return "CPUs: " + "; ".join(shown) + "\n" if shown else ""
+
+
 # --------------------------------------------------------------------------
 # The first call
 
@@ -624,6 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               + (f"; not judged, loaded (--exclude-loaded {args.exclude_loaded:g}): {', '.join(loaded)}"
                  if loaded else ""))
         print(loads_line(loads), end="")
+        print(cpus_line(night_cpus(args.root, dates)), end="")
         print(report(tally, slowdowns, seconds, first_call_slowdowns), end="")
         return code
 
