@@ -80,6 +80,10 @@ NOT_RUN = {
     "--exclude 2000-01-07 --exclude-loaded 0.1":
         "judges the eleven nights kept in the repository (four minutes); tests/test_power.py judges "
         "synthetic nights with --exclude-loaded through the same CLI",
+    "python -m benchmarks.tools.power --judge-only --nights 14 --root docs/data/power-nights --exclude 2000-01-07 "
+    "--resample 0":
+        "judges the fourteen nights kept in the repository (two minutes); tests/test_power.py judges "
+        "synthetic nights with --exclude through the same CLI",
     "python -m benchmarks.tools.cold_starts --ours aot_torchxla_trace_once step.csv":
         "reads the CSV of the half-hour run shown above it; tests/test_cold_starts_tool.py runs the "
         "tool on hand-made rows, --ours included",
