@@ -194,10 +194,27 @@ def test_one_slow_night_is_not_two(tmp_path, last, tonight):
         assert {r["mark"] for r in _drift_rows(root, DATES[6])} <= {compare.NO_CHANGE, compare.FASTER}
 
 
-def test_a_pinned_or_given_baseline_judges_tonight_alone(tmp_path):
+@pytest.mark.parametrize("flags", [["--pin", DATES[4]], ["--previous", f"{DATES[5]}/performance.csv"]])
+def test_a_pinned_or_given_baseline_judges_tonight_alone(tmp_path, flags):
     root = _two_slow_nights(tmp_path, 1.04, 1.04)
-    assert _gate(root, DATES[6], "--no-confirm", "--pin", DATES[4]) in (0, 1)
-    assert all("two nights running" not in r["note"] for r in _drift_rows(root, DATES[6]))
+    flags = [str(root / f) if f.endswith(".csv") else f for f in flags]
+    _gate(root, DATES[6], "--no-confirm", *flags)
+    assert _drift_rows(root, DATES[6]) and all("two nights running" not in r["note"] for r in _drift_rows(root, DATES[6]))
+
+
+def test_last_night_without_the_row_is_no_second_night(tmp_path):
+    """Last night kept no samples of DRIFT (its records lost): tonight is
+    judged on its own (against the steady nights: slower, p 0.04), and
+    nothing says two nights."""
+    root = _two_slow_nights(tmp_path, 1.04, 1.04)
+    samples = store.samples_path(root / DATES[5] / "performance.csv")
+    kept = [r for r in store.read_samples(samples) if r["backend"] != DRIFT]
+    samples.unlink()
+    store.append_samples(samples, kept)
+    _gate(root, DATES[6], "--no-confirm")
+    rows = _drift_rows(root, DATES[6])
+    assert {r["mark"] for r in rows} == {compare.SLOWER}
+    assert all("two nights running" not in r["note"] for r in rows)
 
 
 @pytest.mark.parametrize("flags, message", [

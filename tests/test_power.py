@@ -256,6 +256,9 @@ def test_the_second_night_is_judged_with_the_first_in_its_window(tmp_path, night
     for date in dates:
         expected = (slowed if date in (dates[2], dates[3]) else root) / date
         assert (tmp_path / "history" / date).resolve() == expected.resolve()
+
+
+def test_report_prints_every_mode_and_model(nights):
     root, dates = nights
     tally = power.measure_power(root, dates, (0.05,))
     text = power.report(tally, (0.05,), {"judging": 1.0})

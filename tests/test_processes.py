@@ -485,3 +485,32 @@ def test_a_re_run_timed_on_a_loaded_machine_does_not_settle_a_slower_row(tmp_pat
     (row,) = settled.rows
     assert row.mark == compare.SLOWER and "not settled (the re-run: inconclusive)" in row.note
     assert compare.exit_code(settled) == 1
+
+
+def test_one_quiet_process_left_is_too_few_to_test(tmp_path):
+    """Five of six processes loaded: the one left would be judged per
+    repeat, its repeats sharing its own offset (a process 6% high would be
+    "slower", p < 1e-10); the row is inconclusive for the load instead."""
+    rng = np.random.default_rng(37)
+    olds = [_loaded_run(tmp_path / f"old{i}.csv", _processes(rng, 6, 4, 1.0, between=0.01), [0.01] * 6)
+            for i in range(3)]
+    chunks = [list(1.06 * (1 + rng.normal(0, 0.002, 4)))] + _processes(rng, 5, 4, 1.0, between=0.01)
+    new = _loaded_run(tmp_path / "new.csv", chunks, [0.0, 0.5, 0.6, 0.7, 0.8, 0.9])
+    (row,) = compare.compare(olds, new).rows
+    assert row.mark == compare.INCONCLUSIVE and row.loaded
+    assert row.note.startswith("too few processes timed quiet to test (NEW 1 left")
+    assert compare.verdict(compare.compare(olds, new)).startswith("INCONCLUSIVE")
+
+
+def test_a_pool_that_cannot_keep_processes_leaves_out_a_run_with_a_loaded_one(tmp_path):
+    """A one-process run in the pool: the pooled side no longer says which
+    process each sample came from, so a run with one loaded process (its
+    mean under the bound) leaves the pool whole, named."""
+    rng = np.random.default_rng(41)
+    single = _one_process(tmp_path / "2000-01-01.csv", list(1 + rng.normal(0, 0.002, 8)), 0.01)
+    mixed = _loaded_run(tmp_path / "2000-01-02.csv", _processes(rng, 6, 4, 1.0, between=0.01),
+                        [0.48, 0.0, 0.0, 0.0, 0.0, 0.0])
+    quiet = _loaded_run(tmp_path / "2000-01-03.csv", _processes(rng, 6, 4, 1.0, between=0.01), [0.01] * 6)
+    (side,) = pairing.load_baseline([single, mixed, quiet], loaded_cores=0.1)[0].values()
+    assert side.left_out == ("2000-01-02.csv (loaded: 0.48 cores)",)
+    assert len(side.ratios) == 8 + 24 and not side.by_process

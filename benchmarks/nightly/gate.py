@@ -184,7 +184,12 @@ def two_nights(comparison: compare.Comparison, baseline: history.Baseline, night
     twice the processes (docs/methodology.md, the gate's power); a one-off
     slow night does not fail the next, whose own change must be past the
     floor too.  Only with a window of nights (not ``--pin`` or
-    ``--previous``), and only for per-process units."""
+    ``--previous``) and two nights at least before last night, for rows
+    last night measured too, and only for per-process units.  Last night
+    is the last complete night.  A row it makes slower is re-run as any
+    other, and the re-run is judged against tonight's window (which holds
+    last night): the rule's own power, re-run included, is what the power
+    benchmark's ``gate, by the second night`` measures."""
     if baseline.kind != "nights" or baseline.window < 2 or not baseline.runs:
         return comparison
     candidates = {row.key for row in comparison.rows if row.mark == compare.NO_CHANGE
@@ -193,14 +198,16 @@ def two_nights(comparison: compare.Comparison, baseline: history.Baseline, night
         return comparison
     last, last_csv = baseline.dates[-1], Path(baseline.runs[-1])
     before = history.choose_baseline(last_csv.parent.parent, last, baseline.window)
-    if not before.runs:
+    if len(before.runs) < 2:  # one night before last night: too little to pool against
         return comparison
     together = {row.key: row for row in compare.compare(list(before.runs), [last_csv, night_csv],
                                                         **policy.kwargs()).rows}
     rows = []
     for row in comparison.rows:
         both = together.get(row.key)
-        if row.key in candidates and both is not None and both.mark == compare.SLOWER and both.unit == row.unit:
+        # Last night must have measured the row too (else "together" is tonight alone).
+        if (row.key in candidates and both is not None and both.mark == compare.SLOWER and both.unit == row.unit
+                and both.n_new > row.n_new):
             row = replace(row, mark=compare.SLOWER, note=compare.joined(
                 row.note, f"slower two nights running: {last} and this night together {both.change:+.1%}, "
                           f"p {both.p_value:.3f}, against the {len(before.runs)} night(s) before {last}"))

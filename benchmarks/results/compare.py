@@ -531,6 +531,14 @@ def _row(key: store.ExperimentKey, old: pairing.Side | None, new: pairing.Side |
     if policy.loaded is not None:  # the processes timed on a loaded machine leave the units
         (old, quiet["OLD"]), (new, quiet["NEW"]) = old.quiet(policy.loaded), new.quiet(policy.loaded)
         base.update(n_old=len(old.ratios), n_new=len(new.ratios))
+        few = [f"{side} {len(s.process_repeats)}" for side, s in (("OLD", old), ("NEW", new))
+               if quiet[side] and 0 < len(s.process_repeats) < 2]
+        if few:
+            # One quiet process's repeats share its offset: per repeat they
+            # would pass one process off as a sample of many.
+            return RowComparison(mark=INCONCLUSIVE, loaded=True, note=(
+                f"too few processes timed quiet to test ({', '.join(few)} left; above {policy.loaded:g} cores: "
+                + "; ".join(f"{side} {len(loads)}" for side, loads in quiet.items() if loads) + ")"), **base)
     row = RowComparison(**{**base, **_judge_measured(old, new, policy)})
     row = _judge_load(row, old, new, policy.loaded, quiet)
     if old.left_out:

@@ -289,7 +289,7 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
     if not newest.passed or not usable:
         return newest
     left_out: list[str] = []
-    if cpu and len(sides) > 1:
+    if cpu and len(usable) > 1:
         other = [(s, n) for s, n in usable if s.cpu and s.cpu != cpu]
         if other and len(other) == len(usable):
             return replace(newest, backend_s=(), baseline_s=(), process_repeats=(), process_loads=(),
@@ -298,9 +298,16 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
             left_out = [f"{n} (CPU {s.cpu})" for s, n in other]
             usable = [(s, n) for s, n in usable if all(s is not o for o, _ in other)]
     if loaded_cores is not None:
-        busy = [(s, n) for s, n in usable if s.other_cores > loaded_cores and not s.process_loads]
+        # A run that says each process's load keeps its quiet processes (the
+        # comparison leaves the others out: ``Side.quiet``), as long as the
+        # pool keeps which process each sample came from; else it is loaded
+        # when any of its processes was.
+        keeps = all(s.by_process for s, _ in usable)
+        busy = [(s, n) for s, n in usable
+                if (any(x > loaded_cores for x in s.process_loads) and not keeps if s.process_loads
+                    else s.other_cores > loaded_cores)]
         if busy and len(busy) < len(usable):
-            left_out += [f"{n} (loaded: {s.other_cores:.2f} cores)" for s, n in busy]
+            left_out += [f"{n} (loaded: {max(s.process_loads or (s.other_cores,)):.2f} cores)" for s, n in busy]
             usable = [(s, n) for s, n in usable if all(s is not b for b, _ in busy)]
     if leave_out is not None and len(usable) >= 3:
         middle = float(np.median([s.median_ratio for s, _ in usable]))
