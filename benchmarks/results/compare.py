@@ -58,7 +58,7 @@ The rules, in the order they are applied to a (name, backend) pair:
    (``process_other_cores``; a version-10 row's ``other_cores`` for each of
    its processes; default ``LOADED_CORES``) leaves the units of its side
    before the test (``Side.quiet``; the note counts them), and a row left
-   with too few is ``inconclusive``.  A tested row of one process (no
+   with too few (fewer than two processes) is ``inconclusive``.  A tested row of one process (no
    per-process loads) above it is ``inconclusive``, and such a run leaves
    a pooled old side while a quiet one stays.  A verdict with rows the load
    left untested is never a PASS;
