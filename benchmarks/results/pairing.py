@@ -260,6 +260,12 @@ def paired_ratios(csv_path: str | os.PathLike) -> dict[store.ExperimentKey, tupl
     return {key: side.ratios for key, side in load_run(csv_path)[0].items()}
 
 
+def _parted(pairs: list[tuple[Side, str]], out: Callable[[Side], Any]
+            ) -> tuple[list[tuple[Side, str]], list[tuple[Side, str]]]:
+    """(the (side, name) pairs ``out`` keeps, those it leaves out), in order."""
+    return [p for p in pairs if not out(p[0])], [p for p in pairs if out(p[0])]
+
+
 def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None = None,
           loaded_cores: float | None = None, cpu: str = "") -> Side:
     """One experiment over several runs, oldest first: the newest run's row
@@ -290,25 +296,22 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
         return newest
     left_out: list[str] = []
     if cpu and len(usable) > 1:
-        other = [(s, n) for s, n in usable if s.cpu and s.cpu != cpu]
-        if other and len(other) == len(usable):
+        usable, other = _parted(usable, lambda s: s.cpu and s.cpu != cpu)
+        if not usable:
             return replace(newest, backend_s=(), baseline_s=(), process_repeats=(), process_loads=(),
                            other_cpu="; ".join(sorted({s.cpu for s, _ in other})))
-        if other:
-            left_out = [f"{n} (CPU {s.cpu})" for s, n in other]
-            usable = [(s, n) for s, n in usable if all(s is not o for o, _ in other)]
+        left_out = [f"{n} (CPU {s.cpu})" for s, n in other]
     if loaded_cores is not None:
         # A run that says each process's load keeps its quiet processes (the
         # comparison leaves the others out: ``Side.quiet``), as long as the
         # pool keeps which process each sample came from; else it is loaded
         # when any of its processes was.
         keeps = all(s.by_process for s, _ in usable)
-        busy = [(s, n) for s, n in usable
-                if (any(x > loaded_cores for x in s.process_loads) and not keeps if s.process_loads
-                    else s.other_cores > loaded_cores)]
-        if busy and len(busy) < len(usable):
+        quiet, busy = _parted(usable, lambda s: (any(x > loaded_cores for x in s.process_loads) and not keeps
+                                                 if s.process_loads else s.other_cores > loaded_cores))
+        if busy and quiet:
             left_out += [f"{n} (loaded: {max(s.process_loads or (s.other_cores,)):.2f} cores)" for s, n in busy]
-            usable = [(s, n) for s, n in usable if all(s is not b for b, _ in busy)]
+            usable = quiet
     if leave_out is not None and len(usable) >= 3:
         middle = float(np.median([s.median_ratio for s, _ in usable]))
         far = {i for i, (s, _) in enumerate(usable) if abs(s.median_ratio / middle - 1) > leave_out}

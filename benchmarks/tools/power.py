@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import json
 import shutil
 import sys
@@ -320,11 +321,8 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
             judged = gate.judge(slowed_root, date, baseline, policy, remeasure=None)
             caught = _slower(judged)
             later = [d for d in dates if d > date and d not in exclude and (slowed_root / d / RESULT).is_file()]
-            rerun = pooled = None
-            if later:
-                stand_in = slowed_root / later[0] / RESULT
-                rerun = compare.compare(list(baseline.runs), stand_in, **policy.kwargs())
-                pooled = compare.compare(list(baseline.runs), [night, stand_in], **policy.kwargs())
+            rerun, pooled = (_stand_in_rerun(baseline.runs, night, slowed_root / later[0] / RESULT, policy)
+                             if later else (None, None))
             previous = history.choose_baseline(root, date, 1)
             by_mode = {
                 NIGHT_TO_NIGHT: _slower(compare.compare(previous.runs, night, **kwargs, units=compare.UNIT_REPEAT)),
@@ -367,10 +365,16 @@ def _second_night(root: Path, dates: Sequence[str], tonight: str, stand_in: str,
             (folder / date).symlink_to(source.resolve(), target_is_directory=True)
     baseline = history.choose_baseline(folder, tonight, window)
     judged = gate.judge(folder, tonight, baseline, policy, remeasure=None)
-    again = slowed_root / stand_in / RESULT
-    rerun = compare.compare(list(baseline.runs), again, **policy.kwargs())
-    pooled = compare.compare(list(baseline.runs), [folder / tonight / RESULT, again], **policy.kwargs())
+    rerun, pooled = _stand_in_rerun(baseline.runs, folder / tonight / RESULT, slowed_root / stand_in / RESULT, policy)
     return _slower(compare.confirm(judged, rerun, pooled=pooled))
+
+
+def _stand_in_rerun(baseline_runs, night: Path, stand_in: Path, policy):
+    """(the re-run, the night and the re-run pooled), each compared with
+    the baseline as the gate compares its re-run: ``stand_in`` is the
+    re-run."""
+    return (compare.compare(list(baseline_runs), stand_in, **policy.kwargs()),
+            compare.compare(list(baseline_runs), [night, stand_in], **policy.kwargs()))
 
 
 # --------------------------------------------------------------------------
@@ -410,13 +414,10 @@ def night_cpus(root: Path, dates: Sequence[str]) -> dict[str, str]:
 def cpus_line(cpus: dict[str, str]) -> str:
     """``CPUs: A: 2000-01-01 .. 2000-01-14; B: 2000-01-15 ..`` -- which nights
     ran on which machine (the gate pools only a row's own CPU's nights)."""
-    runs: list[list] = []
-    for date, cpu in cpus.items():
-        if runs and runs[-1][0] == cpu:
-            runs[-1][2] = date
-        else:
-            runs.append([cpu, date, date])
-    shown = [f"{cpu or 'not recorded'}: {first}" + (f" .. {last}" if last != first else "") for cpu, first, last in runs]
+    shown = []
+    for cpu, group in itertools.groupby(cpus, key=cpus.get):
+        dates = list(group)
+        shown.append(f"{cpu or 'not recorded'}: {dates[0]}" + (f" .. {dates[-1]}" if len(dates) > 1 else ""))
     return "CPUs: " + "; ".join(shown) + "\n" if shown else ""
 
 
