@@ -217,6 +217,38 @@ def test_last_night_without_the_row_is_no_second_night(tmp_path):
     assert all("two nights running" not in r["note"] for r in rows)
 
 
+def _rerun_at(level):
+    """The gate's re-run, stood in by a night with DRIFT at ``level``."""
+    def remeasure(night, keys, out):
+        assert {key.backend for key in keys} == {DRIFT}
+        _process_night(out.parent.parent, out.parent.name, level, 0.0005)
+        return ""
+    return remeasure
+
+
+@pytest.mark.parametrize("level, mark", [(1.04, compare.SLOWER), (1.0, compare.UNCONFIRMED)])
+def test_a_two_night_slowdown_is_re_run_against_the_nights_before_last(tmp_path, level, mark):
+    """The row the two-night rule made slower is re-run, and the re-run is
+    judged as the rule judged the row: against the five nights before last
+    night (not tonight's window, which holds last night's slowdown), and
+    pooled with both nights.  A re-run as slow confirms it; one back at the
+    steady level clears it."""
+    root = _two_slow_nights(tmp_path, 1.04, 1.04)
+    baseline = history.choose_baseline(root, DATES[6], 7)
+    judged = gate.judge(root, DATES[6], baseline, gate.Policy(), _rerun_at(level))
+    assert {r.mark for r in judged.rows if r.backend == DRIFT} == {mark}
+    assert {r.mark for r in judged.rows if r.backend == STEADY} == {compare.NO_CHANGE}
+    rerun_csv = root / DATES[6] / "confirm" / "performance.csv"
+    slower = frozenset(r.key for r in judged.rows if r.backend == DRIFT)
+    alone, pooled = gate.rerun_comparisons(baseline, root / DATES[6] / "performance.csv", rerun_csv, gate.Policy(),
+                                           slower)
+    units = len(PROCESS_LEVELS)
+    assert {(r.n_old, r.n_new) for r in alone.rows if r.backend == DRIFT} == {(5 * units * 3, units * 3)}
+    assert {(r.n_old, r.n_new) for r in pooled.rows if r.backend == DRIFT} == {(5 * units * 3, 3 * units * 3)}
+    # The rows the rule did not touch are judged against tonight's window.
+    assert {(r.n_old, r.n_new) for r in pooled.rows if r.backend == STEADY} == {(6 * units * 3, 2 * units * 3)}
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--pin", "2025-12-31"], "no night"),
     (["--baseline-nights", "0"], "whole number of nights"),

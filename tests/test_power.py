@@ -253,6 +253,8 @@ def test_the_second_night_is_judged_with_the_first_in_its_window(tmp_path, night
     found = power._second_night(root, dates, dates[3], dates[4], dates[2], slowed, 7, gate.Policy(),
                                 tmp_path / "history")
     assert {key.name for key, hit in found.items() if hit} >= {"quiet"}
+    # Settled by the gate itself, the night after standing in for its re-run.
+    assert (slowed / dates[3] / "confirm" / RESULT).read_bytes() == (slowed / dates[4] / RESULT).read_bytes()
     for date in dates:
         expected = (slowed if date in (dates[2], dates[3]) else root) / date
         assert (tmp_path / "history" / date).resolve() == expected.resolve()

@@ -514,3 +514,26 @@ def test_a_pool_that_cannot_keep_processes_leaves_out_a_run_with_a_loaded_one(tm
     (side,) = pairing.load_baseline([single, mixed, quiet], loaded_cores=0.1)[0].values()
     assert side.left_out == ("2000-01-02.csv (loaded: 0.48 cores)",)
     assert len(side.ratios) == 8 + 24 and not side.by_process
+
+
+def test_a_night_is_near_or_far_by_the_processes_the_comparison_keeps(tmp_path):
+    """A baseline night whose three loaded processes read 25% high: its
+    median over all six (+12%) would put it far and take its quiet
+    processes out with it; by its quiet ones it sits with the others and
+    stays (the loaded ones leave the units where it is judged).  A night
+    whose every process was loaded is not weighed, and does not stop the
+    rule for the others: a quiet night 20% off still leaves."""
+    rng = np.random.default_rng(43)
+    quiet = [_loaded_run(tmp_path / f"2000-01-0{i}.csv", _processes(rng, 6, 4, 1.0, between=0.01), [0.01] * 6)
+             for i in (1, 2, 3)]
+    chunks = _processes(rng, 3, 4, 1.0, between=0.01) + _processes(rng, 3, 4, 1.25, between=0.01)
+    mixed = _loaded_run(tmp_path / "2000-01-04.csv", chunks, [0.0] * 3 + [0.5] * 3)
+    (every,) = pairing.load_baseline([*quiet, mixed], leave_out=0.10)[0].values()
+    assert len(every.left_out) == 1 and every.left_out[0].startswith("2000-01-04.csv (+1")
+    (side,) = pairing.load_baseline([*quiet, mixed], leave_out=0.10, loaded_cores=0.1)[0].values()
+    assert side.left_out == () and len(side.process_ratios) == 4 * 6
+    assert len(side.quiet(0.1)[0].process_ratios) == 3 * 6 + 3
+    busy = _loaded_run(tmp_path / "2000-01-05.csv", _processes(rng, 6, 4, 1.0, between=0.01), [0.5] * 6)
+    far = _loaded_run(tmp_path / "2000-01-06.csv", _processes(rng, 6, 4, 1.2, between=0.01), [0.01] * 6)
+    (side,) = pairing.load_baseline([*quiet, busy, far], leave_out=0.10, loaded_cores=0.1)[0].values()
+    assert len(side.left_out) == 1 and side.left_out[0].startswith("2000-01-06.csv (+")

@@ -140,9 +140,12 @@ def _slower(name: str, comparison: compare.Comparison) -> list:
 
 def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Baseline, night: Night,
                policy: Policy, configured: Sequence[policies.Policy],
-               remeasure: Remeasure | None) -> dict[str, compare.Comparison]:
+               remeasure: Remeasure | None, two_night_rows: frozenset = frozenset()
+               ) -> dict[str, compare.Comparison]:
     """``comparisons`` (by policy name; ``speedup`` always confirmed) with
-    their slower rows measured again, all in one re-run."""
+    their slower rows measured again, all in one re-run; the speedup's
+    ``two_night_rows`` (made slower by ``two_nights``) judged as that rule
+    judged them (``rerun_comparisons``)."""
     confirming = {"speedup"} | {p.name for p in configured if p.confirm}
     keys = list(dict.fromkeys(k for name, c in comparisons.items() if name in confirming
                               for k in _slower(name, c)))
@@ -163,15 +166,54 @@ def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Bas
         return settle(lambda name: None, why or "the re-run wrote no results")
     by_name = {p.name: p for p in configured}
     try:
-        reruns = {name: (compare.compare(list(baseline.runs), out, **policy.kwargs()) if name == "speedup"
-                         else policies.judge_metric(by_name[name], list(baseline.runs), [out]))
-                  for name, c in comparisons.items() if name in confirming and _slower(name, c)}
-        # The speedup's slower rows are judged on the night and its re-run together too.
-        pooled = (compare.compare(list(baseline.runs), [night.csv, out], **policy.kwargs())
-                  if "speedup" in reruns else None)
+        reruns = {name: policies.judge_metric(by_name[name], list(baseline.runs), [out])
+                  for name, c in comparisons.items() if name in confirming and name != "speedup" and _slower(name, c)}
+        pooled = None
+        if _slower("speedup", comparisons["speedup"]):
+            reruns["speedup"], pooled = rerun_comparisons(baseline, night.csv, out, policy, two_night_rows)
     except (OSError, ValueError) as err:
         return settle(lambda name: None, f"the re-run's results are unreadable: {err}")
     return settle(reruns.get, why, pooled)
+
+
+def rerun_comparisons(baseline: history.Baseline, night_csv: Path, rerun_csv: Path, policy: Policy,
+                      two_night_rows: frozenset = frozenset()) -> tuple[compare.Comparison, compare.Comparison]:
+    """(the re-run, the night and the re-run pooled), each compared with
+    ``baseline``: what ``compare.confirm`` settles the speedup's slower rows
+    by.  A row in ``two_night_rows`` (made slower by ``two_nights``) is
+    judged against the nights before last night instead -- the re-run
+    alone, and last night, tonight and the re-run pooled -- as the rule
+    judged it: tonight's window holds last night, whose own slowdown would
+    otherwise sit in the baseline."""
+    runs = list(baseline.runs)
+    rerun = compare.compare(runs, rerun_csv, **policy.kwargs())
+    pooled = compare.compare(runs, [night_csv, rerun_csv], **policy.kwargs())
+    basis = _before_last_night(baseline) if two_night_rows else None
+    if basis is None:
+        return rerun, pooled
+    last_csv, before = basis
+    alone = compare.compare(list(before.runs), rerun_csv, **policy.kwargs())
+    together = compare.compare(list(before.runs), [last_csv, night_csv, rerun_csv], **policy.kwargs())
+    return _with_rows(rerun, alone, two_night_rows), _with_rows(pooled, together, two_night_rows)
+
+
+def _with_rows(comparison: compare.Comparison, other: compare.Comparison, keys: frozenset) -> compare.Comparison:
+    """``comparison`` with its rows of ``keys`` taken from ``other``."""
+    theirs = {row.key: row for row in other.rows}
+    return replace(comparison, rows=[theirs.get(row.key, row) if row.key in keys else row
+                                     for row in comparison.rows])
+
+
+def _before_last_night(baseline: history.Baseline) -> tuple[Path, history.Baseline] | None:
+    """(last night's results, the window of nights before it) for judging
+    two nights together, or None: only with a window of nights (not
+    ``--pin`` or ``--previous``) and two nights at least before last
+    night.  Last night is the last complete night."""
+    if baseline.kind != "nights" or baseline.window < 2 or not baseline.runs:
+        return None
+    last_csv = Path(baseline.runs[-1])
+    before = history.choose_baseline(last_csv.parent.parent, baseline.dates[-1], baseline.window)
+    return (last_csv, before) if len(before.runs) >= 2 else None
 
 
 def two_nights(comparison: compare.Comparison, baseline: history.Baseline, night_csv: Path,
@@ -187,19 +229,16 @@ def two_nights(comparison: compare.Comparison, baseline: history.Baseline, night
     ``--previous``) and two nights at least before last night, for rows
     last night measured too, and only for per-process units.  Last night
     is the last complete night.  A row it makes slower is re-run as any
-    other, and the re-run is judged against tonight's window (which holds
-    last night): the rule's own power, re-run included, is what the power
-    benchmark's ``gate, by the second night`` measures."""
-    if baseline.kind != "nights" or baseline.window < 2 or not baseline.runs:
-        return comparison
+    other, the re-run judged against the nights before last night too
+    (``rerun_comparisons``): the rule's own power, re-run included, is what
+    the power benchmark's ``gate, by the second night`` measures."""
     candidates = {row.key for row in comparison.rows if row.mark == compare.NO_CHANGE
                   and row.unit == compare.UNIT_PROCESS and row.change >= compare.flag_at(comparison.threshold, row.unit)}
-    if not candidates:
+    basis = _before_last_night(baseline) if candidates else None
+    if basis is None:
         return comparison
-    last, last_csv = baseline.dates[-1], Path(baseline.runs[-1])
-    before = history.choose_baseline(last_csv.parent.parent, last, baseline.window)
-    if len(before.runs) < 2:  # one night before last night: too little to pool against
-        return comparison
+    last_csv, before = basis
+    last = baseline.dates[-1]
     together = {row.key: row for row in compare.compare(list(before.runs), [last_csv, night_csv],
                                                         **policy.kwargs()).rows}
     rows = []
@@ -248,11 +287,14 @@ def judge_all(root: Path, date: str, baseline: history.Baseline, policy: Policy,
     judgement = expected.judge(expected.run_rows(night.csv), expected.load(policy.expected))
     labels = dict(baseline=baseline.describe(), old_label=baseline.label(), partial=night.partial)
     comparison = compare.compare(list(baseline.runs), night.csv, **policy.kwargs(), **labels)
+    one_night = {row.key for row in comparison.rows if row.mark == compare.SLOWER}
     if policy.two_nights:
         comparison = two_nights(comparison, baseline, night.csv, policy)
+    two_night_rows = frozenset(row.key for row in comparison.rows if row.mark == compare.SLOWER) - one_night
     comparison = excuse_flaky(comparison, expected.flaky_failures(judgement))
     others = policies.metric_comparisons(configured, list(baseline.runs), [night.csv], **labels)
-    settled = _confirmed({"speedup": comparison, **others}, baseline, night, policy, configured, remeasure)
+    settled = _confirmed({"speedup": comparison, **others}, baseline, night, policy, configured, remeasure,
+                         two_night_rows)
     failed_before = {row.key for row in comparison.rows if row.mark == compare.NEW_FAILURE}
     comparison = settled.pop("speedup")
     # A new failure the re-run did not reproduce is not one by the expected files either.

@@ -301,6 +301,7 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
             return replace(newest, backend_s=(), baseline_s=(), process_repeats=(), process_loads=(),
                            other_cpu="; ".join(sorted({s.cpu for s, _ in other})))
         left_out = [f"{n} (CPU {s.cpu})" for s, n in other]
+    judged = {id(s): s for s, _ in usable}  # each run as the comparison will see it
     if loaded_cores is not None:
         # A run that says each process's load keeps its quiet processes (the
         # comparison leaves the others out: ``Side.quiet``), as long as the
@@ -312,11 +313,17 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
         if busy and quiet:
             left_out += [f"{n} (loaded: {max(s.process_loads or (s.other_cores,)):.2f} cores)" for s, n in busy]
             usable = quiet
-    if leave_out is not None and len(usable) >= 3:
-        middle = float(np.median([s.median_ratio for s, _ in usable]))
-        far = {i for i, (s, _) in enumerate(usable) if abs(s.median_ratio / middle - 1) > leave_out}
-        if 2 * len(far) < len(usable):
-            left_out += [f"{n} ({s.median_ratio / middle - 1:+.0%})" for i, (s, n) in enumerate(usable) if i in far]
+        if keeps:
+            judged = {id(s): s.quiet(loaded_cores)[0] for s, _ in usable}
+    if leave_out is not None:
+        # Far from the others by its processes the comparison keeps: a run
+        # with none left (every process loaded) is not weighed.
+        medians = {i: judged[id(s)].median_ratio for i, (s, _) in enumerate(usable)}
+        medians = {i: m for i, m in medians.items() if store.is_finite(m)}
+        middle = float(np.median(list(medians.values()))) if len(medians) >= 3 else NAN
+        far = {i for i, m in medians.items() if abs(m / middle - 1) > leave_out}
+        if 2 * len(far) < len(medians):
+            left_out += [f"{n} ({medians[i] / middle - 1:+.0%})" for i, (s, n) in enumerate(usable) if i in far]
             usable = [pair for i, pair in enumerate(usable) if i not in far]
     kept = [s for s, _ in usable]
     # Each run is its processes' samples; a run that did not record its

@@ -31,10 +31,11 @@ Gate modes, each counted over the same nights:
   any re-run, every policy counted (first calls and memory too: how often
   a quiet night costs a re-run);
 * ``gate, after re-run``: the nightly's verdicts (``compare.json``), for the
-  identical nights; for the slowdowns, the gate's comparison and its
-  stand-in re-run, settled as the gate settles it (``compare.confirm``: the
-  re-run slower alone, or the night and the re-run slower together with
-  the re-run's change past its units' floor);
+  identical nights; for the slowdowns, the gate's judgement with a
+  stand-in re-run, settled by the gate itself (``gate.judge``: the re-run
+  slower alone, or the night and the re-run slower together with the
+  re-run's change past its units' floor; a two-night row judged against
+  the nights before last night);
 * ``gate, after re-run, judged alone``: the slowdowns settled by the
   stand-in re-run alone (the rule before the night was pooled with it);
 * ``two nights``: tonight and last night pooled, against the K nights before
@@ -321,8 +322,6 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
             judged = gate.judge(slowed_root, date, baseline, policy, remeasure=None)
             caught = _slower(judged)
             later = [d for d in dates if d > date and d not in exclude and (slowed_root / d / RESULT).is_file()]
-            rerun, pooled = (_stand_in_rerun(baseline.runs, night, slowed_root / later[0] / RESULT, policy)
-                             if later else (None, None))
             previous = history.choose_baseline(root, date, 1)
             by_mode = {
                 NIGHT_TO_NIGHT: _slower(compare.compare(previous.runs, night, **kwargs, units=compare.UNIT_REPEAT)),
@@ -332,14 +331,16 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
                                                      leave_out=False)),
                 BEFORE: caught,
             }
-            if rerun is not None:
-                by_mode[AFTER] = _slower(compare.confirm(judged, rerun, pooled=pooled))
-                by_mode[AFTER_ALONE] = _slower(compare.confirm(judged, rerun))
+            if later:
+                stand_in = slowed_root / later[0] / RESULT
+                by_mode[AFTER] = _slower(gate.judge(slowed_root, date, baseline, policy, _stand_in(stand_in)))
+                by_mode[AFTER_ALONE] = _slower(compare.confirm(
+                    judged, compare.compare(list(baseline.runs), stand_in, **policy.kwargs())))
             two = _two_nights_baseline(root, dates, date, window, exclude)
             if two is not None:
                 slowed_two = [slowed_root / Path(p).parent.name / RESULT for p in two[1]]
                 by_mode[TWO_NIGHTS] = _slower(compare.compare(two[0], slowed_two, **policy.kwargs()))
-            if rerun is not None and len(later) >= 2 and dates.index(later[0]) == dates.index(date) + 1:
+            if len(later) >= 2 and dates.index(later[0]) == dates.index(date) + 1:
                 second = _second_night(root, dates, later[0], later[1], date, slowed_root, window, policy,
                                        scratch / "second" / f"{slowdown:g}" / date)
                 first = by_mode[AFTER]
@@ -364,17 +365,19 @@ def _second_night(root: Path, dates: Sequence[str], tonight: str, stand_in: str,
             (folder / date).parent.mkdir(parents=True, exist_ok=True)
             (folder / date).symlink_to(source.resolve(), target_is_directory=True)
     baseline = history.choose_baseline(folder, tonight, window)
-    judged = gate.judge(folder, tonight, baseline, policy, remeasure=None)
-    rerun, pooled = _stand_in_rerun(baseline.runs, folder / tonight / RESULT, slowed_root / stand_in / RESULT, policy)
-    return _slower(compare.confirm(judged, rerun, pooled=pooled))
+    return _slower(gate.judge(folder, tonight, baseline, policy, _stand_in(slowed_root / stand_in / RESULT)))
 
 
-def _stand_in_rerun(baseline_runs, night: Path, stand_in: Path, policy):
-    """(the re-run, the night and the re-run pooled), each compared with
-    the baseline as the gate compares its re-run: ``stand_in`` is the
-    re-run."""
-    return (compare.compare(list(baseline_runs), stand_in, **policy.kwargs()),
-            compare.compare(list(baseline_runs), [night, stand_in], **policy.kwargs()))
+def _stand_in(night_csv: Path) -> gate.Remeasure:
+    """The gate's re-run, played by the night of ``night_csv``: its results
+    copied where the gate reads its re-run's, so the gate settles the
+    slower rows by its own rule (``gate.rerun_comparisons``)."""
+    def remeasure(night, keys, out: Path) -> str:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(night_csv, out)
+        shutil.copyfile(store.samples_path(night_csv), store.samples_path(out))
+        return ""
+    return remeasure
 
 
 # --------------------------------------------------------------------------
