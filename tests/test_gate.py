@@ -226,22 +226,26 @@ def _rerun_at(level):
     return remeasure
 
 
-@pytest.mark.parametrize("level, mark", [(1.04, compare.SLOWER), (1.0, compare.UNCONFIRMED)])
-def test_a_two_night_slowdown_is_re_run_against_the_nights_before_last(tmp_path, level, mark):
+@pytest.mark.parametrize("level, with_night, mark", [
+    (1.08, False, compare.SLOWER), (1.0, False, compare.UNCONFIRMED),
+    (1.04, True, compare.SLOWER), (1.0, True, compare.UNCONFIRMED)])
+def test_a_two_night_slowdown_is_re_run_against_the_nights_before_last(tmp_path, level, with_night, mark):
     """The row the two-night rule made slower is re-run, and the re-run is
     judged as the rule judged the row: against the five nights before last
     night (not tonight's window, which holds last night's slowdown), and
-    pooled with both nights.  A re-run as slow confirms it; one back at the
-    steady level clears it."""
+    with ``--confirm-with-night`` pooled with both nights.  A re-run slower
+    alone confirms it (with the night: one as slow as the two nights); one
+    back at the steady level clears it."""
     root = _two_slow_nights(tmp_path, 1.04, 1.04)
     baseline = history.choose_baseline(root, DATES[6], 7)
-    judged = gate.judge(root, DATES[6], baseline, gate.Policy(), _rerun_at(level))
+    policy = gate.Policy(confirm_with_night=with_night)
+    judged = gate.judge(root, DATES[6], baseline, policy, _rerun_at(level))
     assert {r.mark for r in judged.rows if r.backend == DRIFT} == {mark}
     assert {r.mark for r in judged.rows if r.backend == STEADY} == {compare.NO_CHANGE}
     rerun_csv = root / DATES[6] / "confirm" / "performance.csv"
     slower = frozenset(r.key for r in judged.rows if r.backend == DRIFT)
     alone, pooled = gate.rerun_comparisons(baseline, root / DATES[6] / "performance.csv", rerun_csv, gate.Policy(),
-                                           slower)
+                                           slower, with_night=True)
     units = len(PROCESS_LEVELS)
     assert {(r.n_old, r.n_new) for r in alone.rows if r.backend == DRIFT} == {(5 * units * 3, units * 3)}
     assert {(r.n_old, r.n_new) for r in pooled.rows if r.backend == DRIFT} == {(5 * units * 3, 3 * units * 3)}
@@ -380,10 +384,12 @@ def test_a_slower_row_the_rerun_confirms_fails(tmp_path):
 
 def test_a_slowdown_the_rerun_shows_but_cannot_prove_alone_is_confirmed_with_the_night(tmp_path):
     """A noisy re-run of a real slowdown: alone its test is not significant,
-    though its change is past the floor; the night and the re-run together
-    are slower, so the row stays slower. (A re-run that shows no change
-    clears the row however slow the night was: the test above.) Per-process
-    units, as the nightly's; per repeat, the re-run alone decides."""
+    though its change is past the floor.  By default the re-run alone
+    decides: the row is unconfirmed and the night passes.  With
+    ``--confirm-with-night`` the night and the re-run together are slower,
+    so the row stays slower. (A re-run that shows no change clears the row
+    however slow the night was: the test above.) Per-process units, as the
+    nightly's; per repeat, the re-run alone decides."""
     root = tmp_path
     for night in range(3):
         _write_night(root, DATES[night], {DRIFT: 0.8, STEADY: 0.9}, seed=night, processes=4, process_spread=0.01)
@@ -396,7 +402,12 @@ def test_a_slowdown_the_rerun_shows_but_cannot_prove_alone_is_confirmed_with_the
     assert {(r.mark, r.unit) for r in alone.rows if r.backend == DRIFT} == {(compare.NO_CHANGE, compare.UNIT_PROCESS)}
     assert all(r.change >= compare.flag_at(0.05, compare.UNIT_PROCESS) for r in alone.rows if r.backend == DRIFT)
 
-    assert gate.run(root, DATES[3], gate.Policy(), remeasure=remeasure) == 1
+    assert gate.run(root, DATES[3], gate.Policy(), remeasure=remeasure) == 0
+    verdict = _verdict(root, DATES[3])
+    assert {r["mark"] for r in verdict["rows"] if r["backend"] == DRIFT} == {compare.UNCONFIRMED}
+    assert verdict["confirmation"]["unconfirmed"] == 2
+    assert _gate(root, DATES[3], "--confirm-with-night", "--no-confirm") == 1  # parsed; nothing re-run
+    assert gate.run(root, DATES[3], gate.Policy(confirm_with_night=True), remeasure=remeasure) == 1
     verdict = _verdict(root, DATES[3])
     rows = [r for r in verdict["rows"] if r["backend"] == DRIFT]
     assert {r["mark"] for r in rows} == {compare.SLOWER} and verdict["confirmation"]["confirmed"] == 2

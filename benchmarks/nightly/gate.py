@@ -18,10 +18,10 @@ does the work:
    ``slower`` by a policy with ``confirm``, those experiments alone are
    measured again in this job with the night's runner settings
    (``remeasure``, once for all of them) and compared with the same
-   baseline; a row stays slower (failing) only if the re-run agrees
-   (``compare.confirm``: the re-run slower alone, or the night and the
-   re-run slower together with the re-run's own change past the floor its
-   units flag); a re-run stopped by SIGINT or SIGTERM (Ctrl-C,
+   baseline; a row stays slower (failing) only if the re-run is slower
+   too (``compare.confirm``; with ``--confirm-with-night`` also when the
+   night and the re-run together are slower and the re-run's own change is
+   past the floor its units flag); a re-run stopped by SIGINT or SIGTERM (Ctrl-C,
    Slurm's time limit) stops the gate with no verdict;
 5. ``compare.md``, ``compare.json`` (with every policy's verdict) and
    ``compare.png`` beside the night, the markdown also appended to
@@ -85,6 +85,10 @@ def add_arguments(p: argparse.ArgumentParser, step: str | None) -> None:
                         "looks slower but not significantly (default: together too)")
     p.add_argument("--no-confirm", dest="confirm", action="store_false",
                    help="fail on slower rows without measuring them again first")
+    p.add_argument("--confirm-with-night", action="store_true",
+                   help="a re-run not slower on its own confirms a slower row too when the night and the "
+                        "re-run pooled are slower and the re-run's change is past the floor (default: the "
+                        "re-run alone decides; it ran minutes after the night, on the machine in the same state)")
     compare_cli.add_policy(p)
     p.add_argument("--confirm-models", type=nights_arg, default=CONFIRM_MODELS, metavar="N",
                    help=f"re-measure at most N models (default {CONFIRM_MODELS})")
@@ -115,6 +119,8 @@ class Policy:
     leave_out: bool = True  # a baseline night far from the others leaves the row's pool (compare)
     loaded: float | None = compare.LOADED_CORES  # cores: a row timed beside more is inconclusive (compare)
     two_nights: bool = True  # a slowdown two nights running is judged on both together (two_nights)
+    # A re-run not slower alone confirms a row when the night and it pooled are (compare.confirm).
+    confirm_with_night: bool = False
 
     def policies(self) -> tuple[policies.Policy, ...]:
         return policies.with_speedup(policies.load_policies(self.gate_config), self.threshold, self.alpha,
@@ -170,31 +176,35 @@ def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Bas
                   for name, c in comparisons.items() if name in confirming and name != "speedup" and _slower(name, c)}
         pooled = None
         if _slower("speedup", comparisons["speedup"]):
-            reruns["speedup"], pooled = rerun_comparisons(baseline, night.csv, out, policy, two_night_rows)
+            reruns["speedup"], pooled = rerun_comparisons(baseline, night.csv, out, policy, two_night_rows,
+                                                          with_night=policy.confirm_with_night)
     except (OSError, ValueError) as err:
         return settle(lambda name: None, f"the re-run's results are unreadable: {err}")
     return settle(reruns.get, why, pooled)
 
 
 def rerun_comparisons(baseline: history.Baseline, night_csv: Path, rerun_csv: Path, policy: Policy,
-                      two_night_rows: frozenset = frozenset()) -> tuple[compare.Comparison, compare.Comparison]:
-    """(the re-run, the night and the re-run pooled), each compared with
-    ``baseline``: what ``compare.confirm`` settles the speedup's slower rows
-    by.  A row in ``two_night_rows`` (made slower by ``two_nights``) is
+                      two_night_rows: frozenset = frozenset(), with_night: bool = True
+                      ) -> tuple[compare.Comparison, compare.Comparison | None]:
+    """(the re-run, the night and the re-run pooled; None unless
+    ``with_night``), each compared with ``baseline``: what
+    ``compare.confirm`` settles the speedup's slower rows by.  A row in ``two_night_rows`` (made slower by ``two_nights``) is
     judged against the nights before last night instead -- the re-run
     alone, and last night, tonight and the re-run pooled -- as the rule
     judged it: tonight's window holds last night, whose own slowdown would
     otherwise sit in the baseline."""
     runs = list(baseline.runs)
     rerun = compare.compare(runs, rerun_csv, **policy.kwargs())
-    pooled = compare.compare(runs, [night_csv, rerun_csv], **policy.kwargs())
+    pooled = compare.compare(runs, [night_csv, rerun_csv], **policy.kwargs()) if with_night else None
     basis = _before_last_night(baseline) if two_night_rows else None
     if basis is None:
         return rerun, pooled
     last_csv, before = basis
-    alone = compare.compare(list(before.runs), rerun_csv, **policy.kwargs())
-    together = compare.compare(list(before.runs), [last_csv, night_csv, rerun_csv], **policy.kwargs())
-    return _with_rows(rerun, alone, two_night_rows), _with_rows(pooled, together, two_night_rows)
+    rerun = _with_rows(rerun, compare.compare(list(before.runs), rerun_csv, **policy.kwargs()), two_night_rows)
+    if with_night:
+        together = compare.compare(list(before.runs), [last_csv, night_csv, rerun_csv], **policy.kwargs())
+        pooled = _with_rows(pooled, together, two_night_rows)
+    return rerun, pooled
 
 
 def _with_rows(comparison: compare.Comparison, other: compare.Comparison, keys: frozenset) -> compare.Comparison:
@@ -477,7 +487,8 @@ def gate(args: argparse.Namespace) -> int:
     compare_cli.check_policy(args)
     policy = Policy(args.threshold, args.alpha, args.min_samples, args.latency_criterion,
                     args.allow_removed, args.fail_on_inconclusive, args.gate_config, expected=args.expected,
-                    leave_out=args.leave_out, loaded=args.max_other_cores, two_nights=args.two_nights)
+                    leave_out=args.leave_out, loaded=args.max_other_cores, two_nights=args.two_nights,
+                    confirm_with_night=args.confirm_with_night)
     try:
         policy.policies()
         expected.load(policy.expected)

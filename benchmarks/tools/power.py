@@ -30,14 +30,16 @@ Gate modes, each counted over the same nights:
 * ``gate, before re-run, any policy``: the identical nights' status before
   any re-run, every policy counted (first calls and memory too: how often
   a quiet night costs a re-run);
-* ``gate, after re-run``: the nightly's verdicts (``compare.json``), for the
-  identical nights; for the slowdowns, the gate's judgement with a
-  stand-in re-run, settled by the gate itself (``gate.judge``: the re-run
-  slower alone, or the night and the re-run slower together with the
-  re-run's change past its units' floor; a two-night row judged against
-  the nights before last night);
-* ``gate, after re-run, judged alone``: the slowdowns settled by the
-  stand-in re-run alone (the rule before the night was pooled with it);
+* ``gate, after re-run``: for the identical nights, the gate's verdict
+  settled by the night's own re-run where the night kept it
+  (``confirm/``), else the nightly's stored verdict (``compare.json``);
+  for the slowdowns, the gate's judgement with a stand-in re-run, settled
+  by the gate itself (``gate.judge``: the re-run slower alone; a
+  two-night row's re-run judged against the nights before last night);
+* ``gate, after re-run, with the night``: the same with
+  ``--confirm-with-night`` (a re-run not slower alone confirms when the
+  night and the re-run together are slower and the re-run's change is
+  past its units' floor);
 * ``two nights``: tonight and last night pooled, against the K nights before
   last night: a slowdown that persisted two nights judged on both together;
 * ``gate, by the second night``: for the slowdowns, a row the gate settled
@@ -91,7 +93,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Collection, Sequence
 
@@ -100,7 +102,7 @@ from tabulate import tabulate
 
 from benchmarks.cli import flags
 from benchmarks.nightly import gate, history
-from benchmarks.nightly.night import NIGHT_FILE, RESULT
+from benchmarks.nightly.night import CONFIRM_DIR, NIGHT_FILE, RESULT
 from benchmarks.results import compare, pairing, policies, store
 from benchmarks.tools import aa_nights
 from benchmarks.usage import Parser, UsageError, guarded
@@ -114,10 +116,10 @@ EVERY_NIGHT = "pooled, per process, every night"
 BEFORE = "gate, before re-run"
 BEFORE_ANY = "gate, before re-run, any policy"
 AFTER = "gate, after re-run"
-AFTER_ALONE = "gate, after re-run, judged alone"
+AFTER_WITH_NIGHT = "gate, after re-run, with the night"
 TWO_NIGHTS = "two nights"
 SECOND_NIGHT = "gate, by the second night"
-MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, EVERY_NIGHT, BEFORE, BEFORE_ANY, AFTER, AFTER_ALONE, TWO_NIGHTS,
+MODES = (NIGHT_TO_NIGHT, PER_REPEAT, PER_PROCESS, EVERY_NIGHT, BEFORE, BEFORE_ANY, AFTER, AFTER_WITH_NIGHT, TWO_NIGHTS,
          SECOND_NIGHT)
 DEFAULT_FIRST_CALL_SLOWDOWNS = (0.25, 0.50)
 FIRST_CALL = "first call, per process"
@@ -275,10 +277,20 @@ def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: T
             # memory) counted.
             tally.alarm(BEFORE, compare.exit_code(gate.judge(root, date, baseline, policy, remeasure=None)))
             tally.alarm(BEFORE_ANY, gate.exit_code_before(root, date, verdict, policy, window))
-            tally.alarm(AFTER, verdict["exit_code"])
+            rerun = root / date / CONFIRM_DIR / RESULT
+            for mode, rule in ((AFTER, policy), (AFTER_WITH_NIGHT, replace(policy, confirm_with_night=True))):
+                tally.alarm(mode, _settled_code(root, date, baseline, rule, rerun) if rerun.is_file()
+                            else verdict["exit_code"])
         two = _two_nights_baseline(root, dates, date, window, exclude)
         if two is not None:
             tally.alarm(TWO_NIGHTS, compare.exit_code(compare.compare(two[0], two[1], **policy.kwargs())))
+
+
+def _settled_code(root: Path, date: str, baseline, policy, rerun: Path) -> int:
+    """The gate's exit status on night ``date`` (every policy), its slower
+    rows settled by the re-run it kept (``rerun``) under ``policy``'s rule."""
+    comparison, found, _ = gate.judge_all(root, date, baseline, policy, _stand_in(rerun))
+    return gate.night_verdict(comparison, found)[1]
 
 
 def _stored_verdict(folder: Path) -> dict | None:
@@ -334,8 +346,9 @@ def detections(root: Path, dates: Sequence[str], window: int, policy, slowdowns:
             if later:
                 stand_in = slowed_root / later[0] / RESULT
                 by_mode[AFTER] = _slower(gate.judge(slowed_root, date, baseline, policy, _stand_in(stand_in)))
-                by_mode[AFTER_ALONE] = _slower(compare.confirm(
-                    judged, compare.compare(list(baseline.runs), stand_in, **policy.kwargs())))
+                by_mode[AFTER_WITH_NIGHT] = _slower(gate.judge(slowed_root, date, baseline,
+                                                               replace(policy, confirm_with_night=True),
+                                                               _stand_in(stand_in)))
             two = _two_nights_baseline(root, dates, date, window, exclude)
             if two is not None:
                 slowed_two = [slowed_root / Path(p).parent.name / RESULT for p in two[1]]
@@ -373,9 +386,10 @@ def _stand_in(night_csv: Path) -> gate.Remeasure:
     copied where the gate reads its re-run's, so the gate settles the
     slower rows by its own rule (``gate.rerun_comparisons``)."""
     def remeasure(night, keys, out: Path) -> str:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(night_csv, out)
-        shutil.copyfile(store.samples_path(night_csv), store.samples_path(out))
+        if out.resolve() != night_csv.resolve():  # a night's own re-run is already there
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(night_csv, out)
+            shutil.copyfile(store.samples_path(night_csv), store.samples_path(out))
         return ""
     return remeasure
 
@@ -463,9 +477,9 @@ def first_calls(root: Path, dates: Sequence[str], window: int, slowdowns: Sequen
 
 RESAMPLED = "resampled, before re-run"
 RESAMPLED_AFTER = "resampled, after re-run"
-RESAMPLED_AFTER_ALONE = "resampled, after re-run, judged alone"
+RESAMPLED_AFTER_WITH_NIGHT = "resampled, after re-run, with the night"
 RESAMPLED_TWO = "resampled, two nights"
-RESAMPLED_MODES = (RESAMPLED, RESAMPLED_AFTER, RESAMPLED_AFTER_ALONE, RESAMPLED_TWO)
+RESAMPLED_MODES = (RESAMPLED, RESAMPLED_AFTER, RESAMPLED_AFTER_WITH_NIGHT, RESAMPLED_TWO)
 
 
 def stored_processes(root: Path, dates: Sequence[str]) -> dict[tuple[str, str], list[list[np.ndarray]]]:
@@ -509,9 +523,9 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
     it), and draws no process twice, which would pass one process off as
     two agreeing ones.  A trial is a night: a false alarm when any of its
     rows is slower unscaled; a slowdown is caught on a row when tonight's
-    units scaled by it are slower (after re-run: and the re-run's, or
-    tonight's and the re-run's together with the re-run's change past the
-    floor, as ``compare.confirm`` settles it; judged alone: the re-run's)."""
+    units scaled by it are slower (after re-run: and the re-run's, as
+    ``compare.confirm`` settles it; with the night: or tonight's and the
+    re-run's together, with the re-run's change past the floor)."""
     policy = policy or gate.Policy()
     window = window or history.DEFAULT_NIGHTS
     tally = tally or Tally()
@@ -533,16 +547,16 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
             for slowdown in (0.0, *slowdowns):
                 factor = 1 + slowdown
                 first = judge(old, new * factor)[0] == compare.SLOWER
-                alone = confirmed = False
+                alone = with_night = False
                 if first:  # a re-run only settles a row the night flagged
                     again, change, _ = judge(old, rerun * factor)
                     together = judge(old, np.concatenate([new, rerun]) * factor)[0]
                     alone = again == compare.SLOWER
-                    confirmed = alone or compare.confirmed_with_night(again, change, together, policy.threshold,
-                                                                      compare.UNIT_PROCESS)
+                    with_night = alone or compare.confirmed_with_night(again, change, together, policy.threshold,
+                                                                       compare.UNIT_PROCESS)
                 found = {RESAMPLED: first,
-                         RESAMPLED_AFTER: confirmed,
-                         RESAMPLED_AFTER_ALONE: alone,
+                         RESAMPLED_AFTER: alone,
+                         RESAMPLED_AFTER_WITH_NIGHT: with_night,
                          RESAMPLED_TWO: judge(old, np.concatenate([new, second]) * factor)[0] == compare.SLOWER}
                 for mode, hit in found.items():
                     if slowdown:
