@@ -537,3 +537,71 @@ def test_a_night_is_near_or_far_by_the_processes_the_comparison_keeps(tmp_path):
     far = _loaded_run(tmp_path / "2000-01-06.csv", _processes(rng, 6, 4, 1.2, between=0.01), [0.01] * 6)
     (side,) = pairing.load_baseline([*quiet, busy, far], leave_out=0.10, loaded_cores=0.1)[0].values()
     assert len(side.left_out) == 1 and side.left_out[0].startswith("2000-01-06.csv (+")
+
+
+# --------------------------------------------------------------------------
+# A night's own state: the nights' spread beyond their processes
+
+
+def _shifted_nights(tmp_path, shifts, rng, processes=6, between=0.005):
+    """One run per night, each night's processes around 1 + its shift."""
+    return [_write(_night_folder(tmp_path, number) / "performance.csv",
+                   _processes(rng, processes, 4, 1 + shift, between=between))
+            for number, shift in enumerate(shifts, start=1)]
+
+
+def _night_folder(tmp_path, number):
+    folder = tmp_path / f"2000-01-{number:02d}"
+    folder.mkdir()
+    return folder
+
+
+def test_a_pooled_side_knows_which_night_each_process_came_from(tmp_path):
+    """Per run, its processes' ratios, also once the loaded ones left."""
+    rng = np.random.default_rng(47)
+    olds = [_loaded_run(tmp_path / f"old{i}.csv", _processes(rng, count, 4, 1.0 + i, between=0.001), loads)
+            for i, (count, loads) in enumerate([(3, [0.0] * 3), (4, [0.0, 0.5, 0.0, 0.5])])]
+    (side,) = pairing.load_baseline(olds)[0].values()
+    assert side.run_processes == (3, 4)
+    assert [len(g) for g in side.process_ratios_by_run] == [3, 4]
+    assert all(abs(r - 1.0) < 0.01 for r in side.process_ratios_by_run[0])
+    assert all(abs(r - 2.0) < 0.02 for r in side.process_ratios_by_run[1])
+    quiet, _ = side.quiet(0.1)
+    assert quiet.run_processes == (3, 2) and [len(g) for g in quiet.process_ratios_by_run] == [3, 2]
+    (one,) = pairing.load_run(olds[0])[0].values()
+    assert one.run_processes == () and [len(g) for g in one.process_ratios_by_run] == [3]
+
+
+def test_the_nights_spread_is_added_only_when_there_is_one():
+    """Nights whose means sit as their processes predict add nothing (the
+    Mann-Whitney test stands); nights that move together by 2% widen the
+    change's error, so a +3% night is within it."""
+    rng = np.random.default_rng(53)
+    alike = [list(1 + rng.normal(0, 0.01, 6)) for _ in range(7)]
+    assert compare.night_spread([[1.0, 1.01, 0.99]] * 7, [[1.03] * 6]) is None  # identical nights
+    apart = [list((1 + shift) * (1 + rng.normal(0, 0.01, 6))) for shift in (-0.03, 0.0, 0.02, -0.02, 0.03, 0.0, -0.01)]
+    spread = compare.night_spread(apart, [list(1.03 * (1 + rng.normal(0, 0.01, 6)))])
+    assert spread is not None and 0.01 < spread.between < 0.04 and spread.p_value > 0.05
+    far = compare.night_spread(apart, [list(1.12 * (1 + rng.normal(0, 0.01, 6)))])
+    assert far.p_value < 0.01
+    assert compare.night_spread(apart[:2], [[1.1] * 6]) is None  # two nights cannot say
+    found = compare.night_spread(alike, [list(1.03 * (1 + rng.normal(0, 0.01, 6)))])
+    assert found is None or found.between < 0.005
+
+
+def test_a_night_that_moved_as_a_whole_is_no_change_beyond_the_nights_spread(tmp_path):
+    """Seven baseline nights that each moved as a whole (-3% .. +3%, their
+    processes within 0.5%): tonight's processes all +3.5% are significant
+    by themselves, but a night moves that much: no change, the note says
+    why, and its detectable slowdown says how large a change would have
+    been seen.  +15% is slower all the same."""
+    rng = np.random.default_rng(59)
+    olds = _shifted_nights(tmp_path, [-0.03, 0.0, 0.02, -0.02, 0.03, 0.0, -0.01], rng)
+    new = _write(tmp_path / "new.csv", _processes(rng, 6, 4, 1.035, between=0.005))
+    (row,) = compare.compare(olds, new, leave_out=False).rows
+    assert row.mark == compare.NO_CHANGE and row.p_value < 0.05 and row.change > 0.025
+    assert "not beyond the baseline nights' own spread" in row.note
+    assert row.detectable > 0.035
+    far = _write(tmp_path / "far.csv", _processes(rng, 6, 4, 1.15, between=0.005))
+    (row,) = compare.compare(olds, far, leave_out=False).rows
+    assert row.mark == compare.SLOWER and "spread" not in row.note

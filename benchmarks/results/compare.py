@@ -52,7 +52,11 @@ The rules, in the order they are applied to a (name, backend) pair:
    slowdown it could have caught (``detectable``).  An old side pooled from
    three runs or more leaves out of each row's pool a run whose median
    ratio is further than ``LEAVE_OUT_THRESHOLDS`` thresholds from the
-   others' middle (at most a minority; the row's note names them).
+   others' middle (at most a minority; the row's note names them).  The
+   test's processes are not all a night can move: when the pooled nights'
+   means spread more than their processes explain (a night's own state),
+   a per-process ``slower`` or ``faster`` must also clear that spread
+   (``night_spread``), else it is ``no change`` with a note.
 5. load moves the paired ratio itself by a few percent: a worker process
    timed while other processes kept more than ``loaded`` cores busy
    (``process_other_cores``; a version-10 row's ``other_cores`` for each of
@@ -96,6 +100,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 from scipy import stats as sps
 from tabulate import tabulate
@@ -410,6 +415,48 @@ def judge_units(old_units: Sequence[float], new_units: Sequence[float], threshol
     return _direction(change, p_value, flag_at(threshold, unit), alpha), change, p_value
 
 
+@dataclass(frozen=True)
+class NightSpread:
+    """What the nights' own spread makes of a change (``night_spread``):
+    its p-value, the spread of a night's mean beyond its processes' share
+    (``between``, log ratio) and the standard error of the change with it."""
+
+    p_value: float
+    between: float
+    std_error: float
+
+
+def night_spread(old_runs: Sequence[Sequence[float]], new_runs: Sequence[Sequence[float]]) -> NightSpread | None:
+    """The change of ``new_runs`` against ``old_runs`` (per-process ratios,
+    grouped by the run -- the night -- they came from) judged with the
+    spread between nights, or None when there is none to add.
+
+    The per-process test takes the pool's processes as alike, whichever
+    night ran them; but a night can move all its processes together (a
+    machine's state for some minutes), and then tonight's processes, and
+    its re-run's minutes later, share that move.  Of three or more old
+    nights with two processes or more, the variance of the nights' mean
+    log ratios beyond what their processes' own variance explains is the
+    nights' share (``between``, a random effect's moment estimate); when
+    there is one, the change of the means is a z-test with it: each new
+    night adds it, each old night's mean carries it.  None when the nights
+    move no more than their processes (the Mann-Whitney test stands)."""
+    old = [np.log(np.asarray(g, dtype=float)) for g in old_runs if len(g) >= 2]
+    new = [np.log(np.asarray(g, dtype=float)) for g in new_runs if len(g)]
+    if len(old) < 3 or not new:
+        return None
+    means = np.array([g.mean() for g in old])
+    within = float(np.mean([g.var(ddof=1) for g in old]))
+    size = float(np.mean([len(g) for g in old]))
+    between = float(means.var(ddof=1)) - within / size
+    if not between > 0:
+        return None
+    units = np.concatenate(new)
+    std_error = math.sqrt(between / len(new) + within / len(units) + (between + within / size) / len(old))
+    z = (units.mean() - means.mean()) / std_error
+    return NightSpread(float(2 * sps.norm.sf(abs(z))), math.sqrt(between), std_error)
+
+
 def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> dict:
     """Mark, numbers and note of a pair that passed in both runs."""
     unit, old_ratios, new_ratios = units(old, new, policy)
@@ -440,6 +487,16 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
     low, high = stats.speedup_ci(new_ratios, old_ratios)  # of median(new) / median(old)
     found.update(change_low=low - 1, change_high=high - 1,
                  detectable=detectable(found["change"], low - 1, flag_at(policy.threshold, unit)))
+    spread = night_spread(old.process_ratios_by_run, new.process_ratios_by_run) if unit == UNIT_PROCESS else None
+    if spread is not None:
+        # A slowdown this row would catch must clear the nights' spread too.
+        found["detectable"] = max(found["detectable"], math.expm1(sps.norm.ppf(1 - policy.alpha / 2)
+                                                                  * spread.std_error))
+        if mark in (SLOWER, FASTER) and not spread.p_value < policy.alpha:
+            found["note"] = (f"{mark} by its processes (p {_p_cell(found['p_value'])}), not beyond the "
+                             f"baseline nights' own spread (each night's mean moves {spread.between:.1%} "
+                             f"beyond its processes'; p {_p_cell(spread.p_value)} with it)")
+            mark = NO_CHANGE
     if policy.latency_criterion and mark != SLOWER:
         by_latency = _direction(found["latency_change"], found["latency_p"], policy.threshold, policy.alpha)
         if by_latency == SLOWER:

@@ -57,6 +57,9 @@ class Side:
     # A pooled side none of whose runs ran on the CPU asked for
     # (``load_baseline``'s ``cpus``): theirs, and no samples.
     other_cpu: str = ""
+    # A pooled side: how many of ``process_repeats`` each run gave, in order
+    # (() for one run: all of them).
+    run_processes: tuple[int, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -99,6 +102,25 @@ class Side:
         return tuple(found)
 
     @property
+    def process_ratios_by_run(self) -> tuple[tuple[float, ...], ...]:
+        """``process_ratios`` grouped by the run they came from (one group
+        for one run); ``()`` when unknown."""
+        counts = self.run_processes or (len(self.process_repeats),)
+        if not self.by_process or sum(counts) != len(self.process_repeats):
+            return ()
+        groups, start, first = [], 0, 0
+        for count in counts:
+            found = []
+            for n in self.process_repeats[first:first + count]:
+                ratios = _ratios(self.backend_s[start:start + n], self.baseline_s[start:start + n])
+                start += n
+                if ratios:
+                    found.append(float(np.median(ratios)))
+            first += count
+            groups.append(tuple(found))
+        return tuple(groups)
+
+    @property
     def median_ratio(self) -> float:
         """The median of what the test compares: per-process medians when
         known, else per-repeat ratios (nan without paired samples)."""
@@ -117,9 +139,13 @@ class Side:
         keep = [not x > loaded_cores for x in self.process_loads]
         starts = np.cumsum((0, *self.process_repeats[:-1]))
         chosen = [(start, n) for start, n, k in zip(starts, self.process_repeats, keep) if k]
+        runs = self.run_processes
+        if runs and sum(runs) == len(keep):  # how many of each run's processes stay
+            run_of = np.repeat(np.arange(len(runs)), runs)
+            runs = tuple(int(sum(k for k, r in zip(keep, run_of) if r == i)) for i in range(len(runs)))
         return replace(self, backend_s=tuple(x for s, n in chosen for x in self.backend_s[s:s + n]),
                        baseline_s=tuple(x for s, n in chosen for x in self.baseline_s[s:s + n]),
-                       process_repeats=tuple(n for _, n in chosen),
+                       process_repeats=tuple(n for _, n in chosen), run_processes=runs,
                        process_loads=tuple(x for x, k in zip(self.process_loads, keep) if k)), busy
 
 
@@ -338,6 +364,7 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
     return replace(newest, backend_s=tuple(x for s in kept for x in s.backend_s),
                    baseline_s=tuple(x for s in kept for x in s.baseline_s),
                    cpu="; ".join(sorted({s.cpu for s in kept if s.cpu})), process_repeats=processes,
+                   run_processes=tuple(len(s.process_repeats) for s in kept) if processes else (),
                    left_out=tuple(left_out), other_cores=max(loads) if loads else NAN, process_loads=each)
 
 
