@@ -188,11 +188,14 @@ def rerun_comparisons(baseline: history.Baseline, night_csv: Path, rerun_csv: Pa
                       ) -> tuple[compare.Comparison, compare.Comparison | None]:
     """(the re-run, the night and the re-run pooled; None unless
     ``with_night``), each compared with ``baseline``: what
-    ``compare.confirm`` settles the speedup's slower rows by.  A row in ``two_night_rows`` (made slower by ``two_nights``) is
-    judged against the nights before last night instead -- the re-run
-    alone, and last night, tonight and the re-run pooled -- as the rule
-    judged it: tonight's window holds last night, whose own slowdown would
-    otherwise sit in the baseline."""
+    ``compare.confirm`` settles the speedup's slower rows by.  A row in
+    ``two_night_rows`` (made slower by ``two_nights``) is judged as the
+    rule judged it, against the nights before last night
+    (tonight's window holds last night, whose own slowdown would otherwise
+    sit in the baseline): the re-run in tonight's place, pooled with last
+    night -- the rule needed two nights' processes, and one night's alone
+    would clear most slowdowns it catches -- and with ``with_night``, last
+    night, tonight and the re-run pooled."""
     runs = list(baseline.runs)
     rerun = compare.compare(runs, rerun_csv, **policy.kwargs())
     pooled = compare.compare(runs, [night_csv, rerun_csv], **policy.kwargs()) if with_night else None
@@ -200,7 +203,8 @@ def rerun_comparisons(baseline: history.Baseline, night_csv: Path, rerun_csv: Pa
     if basis is None:
         return rerun, pooled
     last_csv, before = basis
-    rerun = _with_rows(rerun, compare.compare(list(before.runs), rerun_csv, **policy.kwargs()), two_night_rows)
+    rerun = _with_rows(rerun, compare.compare(list(before.runs), [last_csv, rerun_csv], **policy.kwargs()),
+                       two_night_rows)
     if with_night:
         together = compare.compare(list(before.runs), [last_csv, night_csv, rerun_csv], **policy.kwargs())
         pooled = _with_rows(pooled, together, two_night_rows)

@@ -418,9 +418,11 @@ def judge_units(old_units: Sequence[float], new_units: Sequence[float], threshol
 @dataclass(frozen=True)
 class NightSpread:
     """What the nights' own spread makes of a change (``night_spread``):
-    its p-value, the spread of a night's mean beyond its processes' share
-    (``between``, log ratio) and the standard error of the change with it."""
+    the change of the means, its p-value, the spread of a night's mean
+    beyond its processes' share (``between``, log ratio) and the standard
+    error of the change (log ratio) with it."""
 
+    change: float
     p_value: float
     between: float
     std_error: float
@@ -447,14 +449,15 @@ def night_spread(old_runs: Sequence[Sequence[float]], new_runs: Sequence[Sequenc
         return None
     means = np.array([g.mean() for g in old])
     within = float(np.mean([g.var(ddof=1) for g in old]))
-    size = float(np.mean([len(g) for g in old]))
-    between = float(means.var(ddof=1)) - within / size
+    inverse = float(np.mean([1 / len(g) for g in old]))  # E[var(means)] = between + within * mean(1/n)
+    between = float(means.var(ddof=1)) - within * inverse
     if not between > 0:
         return None
     units = np.concatenate(new)
-    std_error = math.sqrt(between / len(new) + within / len(units) + (between + within / size) / len(old))
-    z = (units.mean() - means.mean()) / std_error
-    return NightSpread(float(2 * sps.norm.sf(abs(z))), math.sqrt(between), std_error)
+    std_error = math.sqrt(between / len(new) + within / len(units) + (between + within * inverse) / len(old))
+    difference = units.mean() - means.mean()
+    return NightSpread(math.expm1(difference), float(2 * sps.norm.sf(abs(difference) / std_error)),
+                       math.sqrt(between), std_error)
 
 
 def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> dict:
@@ -492,7 +495,8 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
         # A slowdown this row would catch must clear the nights' spread too.
         found["detectable"] = max(found["detectable"], math.expm1(sps.norm.ppf(1 - policy.alpha / 2)
                                                                   * spread.std_error))
-        if mark in (SLOWER, FASTER) and not spread.p_value < policy.alpha:
+        beyond = spread.p_value < policy.alpha and (spread.change > 0) == (mark == SLOWER)
+        if mark in (SLOWER, FASTER) and not beyond:
             found["note"] = (f"{mark} by its processes (p {_p_cell(found['p_value'])}), not beyond the "
                              f"baseline nights' own spread (each night's mean moves {spread.between:.1%} "
                              f"beyond its processes'; p {_p_cell(spread.p_value)} with it)")

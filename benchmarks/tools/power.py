@@ -32,7 +32,9 @@ Gate modes, each counted over the same nights:
   a quiet night costs a re-run);
 * ``gate, after re-run``: for the identical nights, the gate's verdict
   settled by the night's own re-run where the night kept it
-  (``confirm/``), else the nightly's stored verdict (``compare.json``);
+  (``confirm/``), else the nightly's stored verdict (``compare.json``,
+  under the rule of its day: a night stored as passed passes the rules
+  since, which only clear rows);
   for the slowdowns, the gate's judgement with a stand-in re-run, settled
   by the gate itself (``gate.judge``: the re-run slower alone; a
   two-night row's re-run judged against the nights before last night);
@@ -62,7 +64,8 @@ nights, and rows caught with every backend's cold first calls scaled by
   night, judged by the range of the baseline nights (the rule before).
 
 ``--resample TRIALS`` also replays the gate's rule (``compare.judge_units``)
-on TRIALS nights made of the stored nights' processes (``resampled``): many
+on TRIALS nights made of the stored nights' processes (``resampled``, the
+processes taken as alike, so without the nights' spread test): many
 more trials than nights, at any number of processes (``--resample-processes``)
 and of repeats up to those measured (``--resample-repeats``), so the
 precision a rule needs can be read off nights already run.
@@ -389,7 +392,8 @@ def _stand_in(night_csv: Path) -> gate.Remeasure:
         if out.resolve() != night_csv.resolve():  # a night's own re-run is already there
             out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(night_csv, out)
-            shutil.copyfile(store.samples_path(night_csv), store.samples_path(out))
+            if store.samples_path(night_csv).is_file():
+                shutil.copyfile(store.samples_path(night_csv), store.samples_path(out))
         return ""
     return remeasure
 
