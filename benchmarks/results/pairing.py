@@ -91,15 +91,16 @@ class Side:
         """The median backend/baseline ratio of each worker process (those
         with a usable pair); ``()`` when the samples do not say which
         process they came from (``by_process``)."""
+        return tuple(m for m in self._process_medians() if m is not None)
+
+    def _process_medians(self) -> list[float | None]:
+        """Each process's median ratio, None for one with no usable pair
+        (``[]`` when the samples do not say their processes)."""
         if not self.by_process:
-            return ()
-        found, start = [], 0
-        for n in self.process_repeats:
-            ratios = _ratios(self.backend_s[start:start + n], self.baseline_s[start:start + n])
-            start += n
-            if ratios:
-                found.append(float(np.median(ratios)))
-        return tuple(found)
+            return []
+        ends = np.cumsum(self.process_repeats)
+        return [float(np.median(r)) if (r := _ratios(self.backend_s[end - n:end], self.baseline_s[end - n:end]))
+                else None for n, end in zip(self.process_repeats, ends)]
 
     @property
     def process_ratios_by_run(self) -> tuple[tuple[float, ...], ...]:
@@ -108,17 +109,8 @@ class Side:
         counts = self.run_processes or (len(self.process_repeats),)
         if not self.by_process or sum(counts) != len(self.process_repeats):
             return ()
-        groups, start, first = [], 0, 0
-        for count in counts:
-            found = []
-            for n in self.process_repeats[first:first + count]:
-                ratios = _ratios(self.backend_s[start:start + n], self.baseline_s[start:start + n])
-                start += n
-                if ratios:
-                    found.append(float(np.median(ratios)))
-            first += count
-            groups.append(tuple(found))
-        return tuple(groups)
+        medians, ends = self._process_medians(), np.cumsum(counts)
+        return tuple(tuple(m for m in medians[end - count:end] if m is not None) for count, end in zip(counts, ends))
 
     @property
     def median_ratio(self) -> float:
@@ -141,8 +133,8 @@ class Side:
         chosen = [(start, n) for start, n, k in zip(starts, self.process_repeats, keep) if k]
         runs = self.run_processes
         if runs and sum(runs) == len(keep):  # how many of each run's processes stay
-            run_of = np.repeat(np.arange(len(runs)), runs)
-            runs = tuple(int(sum(k for k, r in zip(keep, run_of) if r == i)) for i in range(len(runs)))
+            runs = tuple(int(n) for n in np.bincount(np.repeat(np.arange(len(runs)), runs), weights=keep,
+                                                      minlength=len(runs)))
         return replace(self, backend_s=tuple(x for s, n in chosen for x in self.backend_s[s:s + n]),
                        baseline_s=tuple(x for s, n in chosen for x in self.baseline_s[s:s + n]),
                        process_repeats=tuple(n for _, n in chosen), run_processes=runs,
@@ -327,7 +319,7 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
             return replace(newest, backend_s=(), baseline_s=(), process_repeats=(), process_loads=(),
                            other_cpu="; ".join(sorted({s.cpu for s, _ in other})))
         left_out = [f"{n} (CPU {s.cpu})" for s, n in other]
-    judged = {id(s): s for s, _ in usable}  # each run as the comparison will see it
+    quiet_only = False  # runs weighed by the processes the comparison keeps
     if loaded_cores is not None:
         # A run that says each process's load keeps its quiet processes (the
         # comparison leaves the others out: ``Side.quiet``), as long as the
@@ -339,12 +331,12 @@ def _pool(sides: Sequence[Side], names: Sequence[str], leave_out: float | None =
         if busy and quiet:
             left_out += [f"{n} (loaded: {max(s.process_loads or (s.other_cores,)):.2f} cores)" for s, n in busy]
             usable = quiet
-        if keeps:
-            judged = {id(s): s.quiet(loaded_cores)[0] for s, _ in usable}
+        quiet_only = keeps
     if leave_out is not None:
         # Far from the others by its processes the comparison keeps: a run
         # with none left (every process loaded) is not weighed.
-        medians = {i: judged[id(s)].median_ratio for i, (s, _) in enumerate(usable)}
+        medians = {i: (s.quiet(loaded_cores)[0] if quiet_only else s).median_ratio
+                   for i, (s, _) in enumerate(usable)}
         medians = {i: m for i, m in medians.items() if store.is_finite(m)}
         middle = float(np.median(list(medians.values()))) if len(medians) >= 3 else NAN
         far = {i for i, m in medians.items() if abs(m / middle - 1) > leave_out}
