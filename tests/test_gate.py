@@ -254,6 +254,27 @@ def test_a_two_night_slowdown_is_re_run_against_the_nights_before_last(tmp_path,
     assert {(r.n_old, r.n_new) for r in pooled.rows if r.backend == STEADY} == {(6 * units * 3, 2 * units * 3)}
 
 
+@pytest.mark.parametrize("policy, mark", [(gate.Policy(), compare.SLOWER),
+                                          (gate.Policy(confirm_one_sided=False), compare.UNCONFIRMED)])
+def test_a_rerun_is_tested_one_sided(tmp_path, policy, mark):
+    """A re-run asks one question: is the slowdown the night found there
+    again?  So its test is one-sided, at the same level: a re-run 4.1%
+    slower (p 0.035 one-sided, 0.069 two-sided) confirms a row the night
+    found 10% slower; judged as the night was (``--confirm-two-sided``)
+    it would not."""
+    for night in range(6):
+        _process_night(tmp_path, DATES[night], 1.0, 0.001 * night)
+    _process_night(tmp_path, DATES[6], 1.10, 0.0005)
+    baseline = history.choose_baseline(tmp_path, DATES[6], 7)
+    judged = gate.judge(tmp_path, DATES[6], baseline, policy, _rerun_at(1.043))
+    (row,) = [r for r in judged.rows if r.backend == DRIFT]
+    assert row.mark == mark and "+4.1%, p 0." in row.note
+    assert ("one-sided" in row.note) == policy.confirm_one_sided
+    assert judged.confirmation.alternative == (compare.SLOWER_ONLY if policy.confirm_one_sided else compare.TWO_SIDED)
+    assert ("a one-sided test" in compare.rule(judged)) == policy.confirm_one_sided
+    assert _gate(tmp_path, DATES[6], "--confirm-two-sided", "--no-confirm") == 1  # parsed; nothing re-run
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--pin", "2025-12-31"], "no night"),
     (["--baseline-nights", "0"], "whole number of nights"),

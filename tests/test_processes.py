@@ -605,3 +605,29 @@ def test_a_night_that_moved_as_a_whole_is_no_change_beyond_the_nights_spread(tmp
     far = _write(tmp_path / "far.csv", _processes(rng, 6, 4, 1.15, between=0.005))
     (row,) = compare.compare(olds, far, leave_out=False).rows
     assert row.mark == compare.SLOWER and "spread" not in row.note
+
+
+def test_a_one_sided_test_asks_only_whether_the_new_side_is_slower():
+    """``alternative="slower"`` (what a re-run asks): a slower change's
+    p-value is half the two-sided one, so it finds a +3.5% (p 0.046) the
+    two-sided test does not (p 0.091); a faster change, however clear, is no change;
+    and one unit fewer can reach the level (4 against 3: 1/35, where
+    two-sided 2/35 cannot reach 0.05)."""
+    old = [0.99, 1.0, 1.01, 1.0, 0.995, 1.005, 0.98, 1.02]
+    new = [0.99, 1.0, 1.03, 1.04, 1.05, 1.06]
+    two = compare.judge_units(old, new)
+    one = compare.judge_units(old, new, alternative=compare.SLOWER_ONLY)
+    assert (two[0], one[0]) == (compare.NO_CHANGE, compare.SLOWER)
+    assert one[1] == two[1] and one[2] == pytest.approx(two[2] / 2) and 0.05 < two[2] < 0.1
+    faster = [r * 0.8 for r in old[:6]]
+    assert compare.judge_units(old, faster)[0] == compare.FASTER
+    mark, _, p_value = compare.judge_units(old, faster, alternative=compare.SLOWER_ONLY)
+    assert mark == compare.NO_CHANGE and p_value > 0.99
+    assert compare._attainable_p(3, 4) >= 0.05 > compare._attainable_p(3, 4, compare.SLOWER_ONLY)
+    rng = np.random.default_rng(61)
+    apart = [list((1 + shift) * (1 + rng.normal(0, 0.01, 6))) for shift in (-0.03, 0.0, 0.02, -0.02, 0.03, 0.0, -0.01)]
+    tonight = [list(1.05 * (1 + rng.normal(0, 0.01, 6)))]
+    both = compare.night_spread(apart, tonight)
+    slower = compare.night_spread(apart, tonight, compare.SLOWER_ONLY)
+    assert slower.p_value == pytest.approx(both.p_value / 2) and slower.std_error == both.std_error
+    assert compare.night_spread(apart, [[0.95] * 6], compare.SLOWER_ONLY).p_value > 0.9

@@ -19,7 +19,9 @@ does the work:
    measured again in this job with the night's runner settings
    (``remeasure``, once for all of them) and compared with the same
    baseline; a row stays slower (failing) only if the re-run is slower
-   too (``compare.confirm``; with ``--confirm-with-night`` also when the
+   too, tested one-sided: the re-run asks only whether the night's
+   slowdown is there again (``--confirm-two-sided``: as the night was
+   tested) (``compare.confirm``; with ``--confirm-with-night`` also when the
    night and the re-run together are slower and the re-run's own change is
    past the floor its units flag); a re-run stopped by SIGINT or SIGTERM (Ctrl-C,
    Slurm's time limit) stops the gate with no verdict;
@@ -85,6 +87,9 @@ def add_arguments(p: argparse.ArgumentParser, step: str | None) -> None:
                         "looks slower but not significantly (default: together too)")
     p.add_argument("--no-confirm", dest="confirm", action="store_false",
                    help="fail on slower rows without measuring them again first")
+    p.add_argument("--confirm-two-sided", dest="confirm_one_sided", action="store_false",
+                   help="judge a re-run by the night's two-sided test (default: one-sided, as it asks one "
+                        "question, whether the slowdown the night found is there again)")
     p.add_argument("--confirm-with-night", action="store_true",
                    help="a re-run not slower on its own confirms a slower row too when the night and the "
                         "re-run pooled are slower and the re-run's change is past the floor (default: the "
@@ -121,6 +126,8 @@ class Policy:
     two_nights: bool = True  # a slowdown two nights running is judged on both together (two_nights)
     # A re-run not slower alone confirms a row when the night and it pooled are (compare.confirm).
     confirm_with_night: bool = False
+    # A re-run is tested one-sided (is it slower?), not as the night (compare's alternative).
+    confirm_one_sided: bool = True
 
     def policies(self) -> tuple[policies.Policy, ...]:
         return policies.with_speedup(policies.load_policies(self.gate_config), self.threshold, self.alpha,
@@ -131,6 +138,11 @@ class Policy:
                     latency_criterion=self.latency_criterion, allow_removed=self.allow_removed,
                     fail_on_inconclusive=self.fail_on_inconclusive, units=self.units,
                     leave_out=self.leave_out, loaded=self.loaded)
+
+    def confirm_kwargs(self) -> dict:
+        """``kwargs`` for judging a re-run: one-sided with ``confirm_one_sided``."""
+        sided = compare.SLOWER_ONLY if self.confirm_one_sided else compare.TWO_SIDED
+        return {**self.kwargs(), "alternative": sided}
 
 
 # (night, experiments, output CSV) -> "" once measured, else why not.
@@ -172,7 +184,8 @@ def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Bas
         return settle(lambda name: None, why or "the re-run wrote no results")
     by_name = {p.name: p for p in configured}
     try:
-        reruns = {name: policies.judge_metric(by_name[name], list(baseline.runs), [out])
+        sided = policy.confirm_kwargs()["alternative"]
+        reruns = {name: policies.judge_metric(by_name[name], list(baseline.runs), [out], alternative=sided)
                   for name, c in comparisons.items() if name in confirming and name != "speedup" and _slower(name, c)}
         pooled = None
         if _slower("speedup", comparisons["speedup"]):
@@ -197,16 +210,17 @@ def rerun_comparisons(baseline: history.Baseline, night_csv: Path, rerun_csv: Pa
     would clear most slowdowns it catches -- and with ``with_night``, last
     night, tonight and the re-run pooled."""
     runs = list(baseline.runs)
-    rerun = compare.compare(runs, rerun_csv, **policy.kwargs())
-    pooled = compare.compare(runs, [night_csv, rerun_csv], **policy.kwargs()) if with_night else None
+    kwargs = policy.confirm_kwargs()
+    rerun = compare.compare(runs, rerun_csv, **kwargs)
+    pooled = compare.compare(runs, [night_csv, rerun_csv], **kwargs) if with_night else None
     basis = _before_last_night(baseline) if two_night_rows else None
     if basis is None:
         return rerun, pooled
     last_csv, before = basis
-    rerun = _with_rows(rerun, compare.compare(list(before.runs), [last_csv, rerun_csv], **policy.kwargs()),
+    rerun = _with_rows(rerun, compare.compare(list(before.runs), [last_csv, rerun_csv], **kwargs),
                        two_night_rows)
     if with_night:
-        together = compare.compare(list(before.runs), [last_csv, night_csv, rerun_csv], **policy.kwargs())
+        together = compare.compare(list(before.runs), [last_csv, night_csv, rerun_csv], **kwargs)
         pooled = _with_rows(pooled, together, two_night_rows)
     return rerun, pooled
 
@@ -492,7 +506,7 @@ def gate(args: argparse.Namespace) -> int:
     policy = Policy(args.threshold, args.alpha, args.min_samples, args.latency_criterion,
                     args.allow_removed, args.fail_on_inconclusive, args.gate_config, expected=args.expected,
                     leave_out=args.leave_out, loaded=args.max_other_cores, two_nights=args.two_nights,
-                    confirm_with_night=args.confirm_with_night)
+                    confirm_with_night=args.confirm_with_night, confirm_one_sided=args.confirm_one_sided)
     try:
         policy.policies()
         expected.load(policy.expected)

@@ -42,7 +42,9 @@ The rules, in the order they are applied to a (name, backend) pair:
    all): ``inconclusive`` -- too few to test is not "no change".  Otherwise
    ``slower`` / ``faster`` need BOTH a two-sided Mann-Whitney U test of the
    two ratio samples significant at p < alpha AND |change| >= threshold
-   (half the threshold on per-process units: ``flag_at``);
+   (half the threshold on per-process units: ``flag_at``); with
+   ``alternative="slower"`` (a re-run asking whether a night's slowdown is
+   there again) the test is one-sided and only ``slower`` can be found;
    anything else is ``no change``.  The ratios are the per-process medians
    when both sides recorded which worker process each sample came from
    (``units``; runs spread over processes, ``benchmarks.run.processes``):
@@ -126,6 +128,11 @@ UNCONFIRMED = "unconfirmed"  # slower or newly failing, but a re-run of it was n
 UNIT_PROCESS = "process"
 UNIT_REPEAT = "repeat"
 UNITS = (UNIT_PROCESS, UNIT_REPEAT)
+# What the test asks (``compare``'s ``alternative``): has the ratio moved
+# either way, or only: is the new side slower (one-sided; a confirmation)?
+TWO_SIDED = "two-sided"
+SLOWER_ONLY = "slower"
+ALTERNATIVES = (TWO_SIDED, SLOWER_ONLY)
 # Per-process units flag a change from this fraction of the threshold on: a
 # slowdown as large as the threshold lands below the threshold itself on
 # half the nights whatever the precision (its estimate is as likely under as
@@ -232,6 +239,7 @@ class Confirmation:
     verdict_before: str = ""
     exit_code_before: int = 0
     note: str = ""
+    alternative: str = ""  # the re-run's test (``compare``'s alternative); "" with no re-run
 
     def describe(self) -> str:
         if not self.rerun:
@@ -268,6 +276,7 @@ class Comparison:
     baseline: str = ""
     partial: str = ""
     cpu_change: str = ""
+    alternative: str = TWO_SIDED
     confirmation: Confirmation | None = None
     # One line per file cut mid-write (``store.Cut.describe``), OLD's first.
     damaged: tuple[str, ...] = ()
@@ -325,10 +334,11 @@ def _inverse(value: float) -> float:
     return 1 / value if store.is_finite(value) and value > 0 else NAN
 
 
-def _mann_whitney(new: Sequence[float], old: Sequence[float]) -> float:
+def _mann_whitney(new: Sequence[float], old: Sequence[float], alternative: str = TWO_SIDED) -> float:
     # Rank-based: no normality assumption, and one outlier iteration (a GC
     # pause) moves a rank by one instead of dragging a mean.
-    return float(sps.mannwhitneyu(new, old, alternative="two-sided").pvalue)
+    side = "greater" if alternative == SLOWER_ONLY else "two-sided"  # greater: new above old
+    return float(sps.mannwhitneyu(new, old, alternative=side).pvalue)
 
 
 def flag_at(threshold: float, unit: str) -> float:
@@ -363,6 +373,7 @@ class _Policy:
     latency_criterion: bool
     units: str = "process"
     loaded: float | None = None  # cores: above it a row's timing is inconclusive (None: not judged)
+    alternative: str = TWO_SIDED
 
 
 def _judge_status(old: pairing.Side, new: pairing.Side) -> str | None:
@@ -375,9 +386,10 @@ def _judge_status(old: pairing.Side, new: pairing.Side) -> str | None:
     return None
 
 
-def _attainable_p(n_new: int, n_old: int) -> float:
-    """The smallest two-sided Mann-Whitney p-value samples of these sizes can give."""
-    return min(1.0, 2 / math.comb(n_new + n_old, n_new)) if n_new and n_old else 1.0
+def _attainable_p(n_new: int, n_old: int, alternative: str = TWO_SIDED) -> float:
+    """The smallest Mann-Whitney p-value samples of these sizes can give."""
+    tails = 1 if alternative == SLOWER_ONLY else 2
+    return min(1.0, tails / math.comb(n_new + n_old, n_new)) if n_new and n_old else 1.0
 
 
 def units(old: pairing.Side, new: pairing.Side, policy: "_Policy") -> tuple[str, tuple, tuple]:
@@ -388,7 +400,7 @@ def units(old: pairing.Side, new: pairing.Side, policy: "_Policy") -> tuple[str,
     if policy.units == UNIT_PROCESS:
         old_units, new_units = old.process_ratios, new.process_ratios
         if (len(old_units) >= 2 and len(new_units) >= 2
-                and _attainable_p(len(new_units), len(old_units)) < policy.alpha):
+                and _attainable_p(len(new_units), len(old_units), policy.alternative) < policy.alpha):
             return UNIT_PROCESS, old_units, new_units
     return UNIT_REPEAT, old.ratios, new.ratios
 
@@ -404,15 +416,20 @@ def detectable(change: float, change_low: float, threshold: float) -> float:
 
 
 def judge_units(old_units: Sequence[float], new_units: Sequence[float], threshold: float = 0.05,
-                alpha: float = 0.05, unit: str = UNIT_PROCESS) -> tuple[str, float, float]:
+                alpha: float = 0.05, unit: str = UNIT_PROCESS,
+                alternative: str = TWO_SIDED) -> tuple[str, float, float]:
     """``(mark, change, p_value)`` of ratios ``new_units`` against
     ``old_units`` (``unit``: per-process medians or per-repeat ratios) by
-    the rule of ``compare`` (``slower``, ``faster`` or ``no change``): what
+    the rule of ``compare`` (``slower``, ``faster`` or ``no change``; with
+    ``alternative="slower"``, one-sided: ``slower`` or ``no change``): what
     the gate decides for a row once its units are chosen
     (``benchmarks.tools.power`` replays it on resampled units)."""
     change = _relative(stats.median(new_units), stats.median(old_units))
-    p_value = _mann_whitney(new_units, old_units)
-    return _direction(change, p_value, flag_at(threshold, unit), alpha), change, p_value
+    p_value = _mann_whitney(new_units, old_units, alternative)
+    mark = _direction(change, p_value, flag_at(threshold, unit), alpha)
+    if alternative == SLOWER_ONLY and mark == FASTER:  # ranks above, median below: not the question
+        mark = NO_CHANGE
+    return mark, change, p_value
 
 
 @dataclass(frozen=True)
@@ -428,7 +445,8 @@ class NightSpread:
     std_error: float
 
 
-def night_spread(old_runs: Sequence[Sequence[float]], new_runs: Sequence[Sequence[float]]) -> NightSpread | None:
+def night_spread(old_runs: Sequence[Sequence[float]], new_runs: Sequence[Sequence[float]],
+                 alternative: str = TWO_SIDED) -> NightSpread | None:
     """The change of ``new_runs`` against ``old_runs`` (per-process ratios,
     grouped by the run -- the night -- they came from) judged with the
     spread between nights, or None when there is none to add.
@@ -441,8 +459,9 @@ def night_spread(old_runs: Sequence[Sequence[float]], new_runs: Sequence[Sequenc
     log ratios beyond what their processes' own variance explains is the
     nights' share (``between``, a random effect's moment estimate); when
     there is one, the change of the means is a z-test with it: each new
-    night adds it, each old night's mean carries it.  None when the nights
-    move no more than their processes (the Mann-Whitney test stands)."""
+    night adds it, each old night's mean carries it (one-sided with
+    ``alternative="slower"``).  None when the nights move no more than
+    their processes (the Mann-Whitney test stands)."""
     old = [np.log(np.asarray(g, dtype=float)) for g in old_runs if len(g) >= 2]
     new = [np.log(np.asarray(g, dtype=float)) for g in new_runs if len(g)]
     if len(old) < 3 or not new:
@@ -456,7 +475,9 @@ def night_spread(old_runs: Sequence[Sequence[float]], new_runs: Sequence[Sequenc
     units = np.concatenate(new)
     std_error = math.sqrt(between / len(new) + within / len(units) + (between + within * inverse) / len(old))
     difference = units.mean() - means.mean()
-    return NightSpread(math.expm1(difference), float(2 * sps.norm.sf(abs(difference) / std_error)),
+    p_value = (sps.norm.sf(difference / std_error) if alternative == SLOWER_ONLY
+               else 2 * sps.norm.sf(abs(difference) / std_error))
+    return NightSpread(math.expm1(difference), float(p_value),
                        math.sqrt(between), std_error)
 
 
@@ -475,26 +496,28 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
                  old_latency_ms=old_ms, new_latency_ms=new_ms,
                  latency_change=_relative(new_ms, old_ms), p_value=NAN, latency_p=NAN, note="")
     if min(len(old.latencies_s), len(new.latencies_s)) >= policy.min_samples:
-        found["latency_p"] = _mann_whitney(new.latencies_s, old.latencies_s)
+        found["latency_p"] = _mann_whitney(new.latencies_s, old.latencies_s, policy.alternative)
     if min(len(old.ratios), len(new.ratios)) < policy.min_samples:
         return {**found, "mark": INCONCLUSIVE, "note": _why_untested(old, new, policy.min_samples)}
-    if _attainable_p(len(new_ratios), len(old_ratios)) >= policy.alpha:
+    if _attainable_p(len(new_ratios), len(old_ratios), policy.alternative) >= policy.alpha:
         # A test that cannot reach alpha would call every change "no change".
         return {**found, "mark": INCONCLUSIVE,
                 "note": (f"inconclusive: {len(old_ratios)} vs {len(new_ratios)} units cannot reach "
                          f"p < {policy.alpha:g}")}
-    mark, _, found["p_value"] = judge_units(old_ratios, new_ratios, policy.threshold, policy.alpha, unit)
+    mark, _, found["p_value"] = judge_units(old_ratios, new_ratios, policy.threshold, policy.alpha, unit,
+                                            policy.alternative)
     found["unit"] = unit
     # How large the change may be, and so the smallest slowdown this row
     # could have caught (a reader of "no change" on a noisy model needs it).
     low, high = stats.speedup_ci(new_ratios, old_ratios)  # of median(new) / median(old)
     found.update(change_low=low - 1, change_high=high - 1,
                  detectable=detectable(found["change"], low - 1, flag_at(policy.threshold, unit)))
-    spread = night_spread(old.process_ratios_by_run, new.process_ratios_by_run) if unit == UNIT_PROCESS else None
+    spread = (night_spread(old.process_ratios_by_run, new.process_ratios_by_run, policy.alternative)
+              if unit == UNIT_PROCESS else None)
     if spread is not None:
         # A slowdown this row would catch must clear the nights' spread too.
-        found["detectable"] = max(found["detectable"], math.expm1(sps.norm.ppf(1 - policy.alpha / 2)
-                                                                  * spread.std_error))
+        tail = policy.alpha if policy.alternative == SLOWER_ONLY else policy.alpha / 2
+        found["detectable"] = max(found["detectable"], math.expm1(sps.norm.ppf(1 - tail) * spread.std_error))
         beyond = spread.p_value < policy.alpha and (spread.change > 0) == (mark == SLOWER)
         if mark in (SLOWER, FASTER) and not beyond:
             found["note"] = (f"{mark} by its processes (p {_p_cell(found['p_value'])}), not beyond the "
@@ -631,6 +654,7 @@ def compare(
     units: str = UNIT_PROCESS,
     leave_out: bool = True,
     loaded: float | None = LOADED_CORES,
+    alternative: str = TWO_SIDED,
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``, or
     against several old runs pooled (a sequence of paths, oldest first: see
@@ -658,12 +682,17 @@ def compare(
     row's note.  ``loaded`` (cores): a worker process timed while other
     processes kept more than that busy leaves the units tested, and a row
     of one process timed so is inconclusive (rule 5; None: the load is not
-    judged).  See the module docstring for the rules.
+    judged).  ``alternative``: ``two-sided`` (is the ratio any different?)
+    or ``slower`` (one-sided: is the new side slower? what a re-run of a
+    night's slower rows asks; only ``slower`` or ``no change``).
+    See the module docstring for the rules.
     Raises ``OSError`` / ``ValueError`` on a missing or unreadable file.
     """
     if units not in UNITS:
         raise ValueError(f"units must be one of {UNITS}, got {units!r}")
-    policy = _Policy(threshold, alpha, min_samples, latency_criterion, units, loaded)
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    policy = _Policy(threshold, alpha, min_samples, latency_criterion, units, loaded, alternative)
     olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
     news = [new_csv] if isinstance(new_csv, (str, os.PathLike)) else list(new_csv)
     if not olds:
@@ -706,6 +735,7 @@ def compare(
         old_damaged=bool(old_cuts),
         old_empty=not old_run,
         units=units,
+        alternative=alternative,
     )
 
 
@@ -730,8 +760,9 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
 
     ``rerun`` compares a re-run of those experiments (same settings, same
     job) with the same baseline.  A row stays ``slower`` only when the
-    re-run finds it slower too; it becomes ``unconfirmed`` when the re-run
-    finds no change (or faster).  ``pooled``, where given, compares the
+    re-run finds it slower too (a re-run compared with
+    ``alternative="slower"`` asks just that, one-sided); it becomes
+    ``unconfirmed`` when the re-run finds no change (or faster).  ``pooled``, where given, compares the
     night and its re-run together with the same baseline: a slower row the
     re-run alone does not show significantly is confirmed when the two
     together are slower and the re-run's own change is one its units flag
@@ -748,6 +779,7 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
     ``note`` says why there was no re-run, or what went wrong with it.
     """
     again = {row.key: row for row in rerun.rows} if rerun is not None else {}
+    sided = " one-sided" if rerun is not None and rerun.alternative == SLOWER_ONLY else ""
     together = {row.key: row for row in pooled.rows} if pooled is not None else {}
     rows, confirmed, unconfirmed = [], 0, 0
     for row in comparison.rows:
@@ -755,7 +787,7 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
             rows.append(row)
             continue
         second = again.get(row.key)
-        measured = f"{_change_cell(second.change)}, p {_p_cell(second.p_value)}" if second else ""
+        measured = f"{_change_cell(second.change)}, p {_p_cell(second.p_value)}{sided}" if second else ""
         if row.mark == NEW_FAILURE:
             if second is None or second.mark == NEW_FAILURE:
                 confirmed += second is not None
@@ -790,7 +822,7 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
     tried = sum(1 for row in comparison.rows if row.mark in RECHECKED) if rerun is not None else 0
     result = Confirmation(rerun=tried, confirmed=confirmed, unconfirmed=unconfirmed,
                           verdict_before=verdict(comparison), exit_code_before=exit_code(comparison),
-                          note=note)
+                          note=note, alternative=rerun.alternative if rerun is not None else "")
     return replace(comparison, rows=rows, confirmation=result)
 
 
@@ -943,18 +975,32 @@ def rule(comparison: Comparison) -> str:
     fails = [m for m in MARKS if m in comparison.gating_marks]
     confirmed = (
         " A slower row was re-measured in a re-run of it and stays slower only if the re-run is "
-        "slower too, a new failure only if the re-run fails too (else: unconfirmed)."
+        f"slower too{_rerun_test(comparison.confirmation)}, a new failure only if the re-run fails too "
+        "(else: unconfirmed)."
         if comparison.confirmation and comparison.confirmation.rerun
         else "")
     return (
         f"ratio = backend/baseline latency of the same repeat (paired within a run, so drift "
         f"between runs cancels); change = median new ratio / median old ratio - 1. "
-        f"slower/faster: significant at p<{comparison.alpha:g} (two-sided Mann-Whitney U on the "
+        f"{_test_cell(comparison)}: significant at p<{comparison.alpha:g} ({_sided(comparison)} Mann-Whitney U on the "
         f"ratios) and |change| >= {comparison.threshold:.0%} ({_flag_cell(comparison)} on per-process units); fewer than {comparison.min_samples} "
         f"paired samples on a side, or too few units to reach p<{comparison.alpha:g}: inconclusive; else no change.{latency} "
         f"{_units_rule(comparison)} "
         f"The gate fails (exit status 1) on any {', '.join(fails)}.{confirmed}"
     )
+
+
+def _rerun_test(confirmation: Confirmation) -> str:
+    return (" (a one-sided test: the re-run asks only whether the night's slowdown is there again)"
+            if confirmation.alternative == SLOWER_ONLY else "")
+
+
+def _test_cell(comparison: Comparison) -> str:
+    return "slower" if comparison.alternative == SLOWER_ONLY else "slower/faster"
+
+
+def _sided(comparison: Comparison) -> str:
+    return "one-sided" if comparison.alternative == SLOWER_ONLY else "two-sided"
 
 
 def _flag_cell(comparison: Comparison) -> str:
@@ -1067,7 +1113,7 @@ def render_json(comparison: Comparison) -> str:
         "geomean_n": comparison.geomean_n,
         "policy": {k: getattr(comparison, k) for k in (
             "threshold", "alpha", "min_samples", "allow_removed", "fail_on_inconclusive",
-            "latency_criterion", "units")},
+            "latency_criterion", "units", "alternative")},
         "sensitivity": sensitivity(comparison),
         "baseline": comparison.baseline,
         "partial": comparison.partial,

@@ -159,6 +159,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-loaded", type=float, default=None, metavar="CORES",
                    help="also exclude the nights where other processes kept more than CORES cores busy while a "
                         "row was timed (their rows' other_cores)")
+    p.add_argument("--confirm-two-sided", dest="confirm_one_sided", action="store_false",
+                   help="judge re-runs by the gate's --confirm-two-sided rule (default: its own, one-sided)")
     p.add_argument("--real-nights", action=argparse.BooleanOptionalAction, default=True,
                    help="judge the nights themselves (default); --no-real-nights: only the resampled ones")
     p.add_argument("runner_args", nargs="*",
@@ -541,6 +543,7 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
         raise UsageError(f"too few stored processes to deal 4 x {processes} (tonight, its re-run, a second "
                          f"night, a baseline) from: {', '.join(short)}")
     judge = functools.partial(compare.judge_units, threshold=policy.threshold, alpha=policy.alpha)
+    recheck = functools.partial(judge, alternative=policy.confirm_kwargs()["alternative"])  # a re-run's test
     for _ in range(trials):
         alarms = dict.fromkeys(RESAMPLED_MODES, False)
         for (name, backend), pool in sorted(models.items()):
@@ -553,8 +556,8 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
                 first = judge(old, new * factor)[0] == compare.SLOWER
                 alone = with_night = False
                 if first:  # a re-run only settles a row the night flagged
-                    again, change, _ = judge(old, rerun * factor)
-                    together = judge(old, np.concatenate([new, rerun]) * factor)[0]
+                    again, change, _ = recheck(old, rerun * factor)
+                    together = recheck(old, np.concatenate([new, rerun]) * factor)[0]
                     alone = again == compare.SLOWER
                     with_night = alone or compare.confirmed_with_night(again, change, together, policy.threshold,
                                                                        compare.UNIT_PROCESS)
@@ -658,13 +661,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             d for d, load in loads.items() if load is not None and load > args.exclude_loaded and d not in exclude]
         named, exclude = list(exclude), exclude + loaded
         judging = time.monotonic()
-        tally = (measure_power(args.root, dates, slowdowns, exclude=exclude,
+        policy = gate.Policy(confirm_one_sided=args.confirm_one_sided)
+        tally = (measure_power(args.root, dates, slowdowns, policy, exclude=exclude,
                                first_call_slowdowns=first_call_slowdowns) if args.real_nights else Tally())
         seconds["judging"] = time.monotonic() - judging
         if args.resample:
             judging = time.monotonic()
             resampled(args.root, [d for d in dates if d not in exclude], args.resample_processes, args.resample_repeats, args.resample,
-                      slowdowns, tally=tally)
+                      slowdowns, policy, tally=tally)
             seconds[f"{args.resample} resampled nights of {args.resample_processes} x {args.resample_repeats}"] = (
                 time.monotonic() - judging)
         print(f"{len(dates)} identical night(s) under {args.root}"
