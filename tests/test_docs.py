@@ -88,6 +88,10 @@ NOT_RUN = {
     + ",".join(f"2000-01-{n:02d}" for n in range(1, 15)) + " --resample 0":
         "judges the fifteen nights on one CPU kept in the repository (four minutes); tests/test_power.py "
         "judges synthetic nights with --exclude through the same CLI",
+    "python -m benchmarks.tools.power --judge-only --nights 34 --root docs/data/power-nights --exclude "
+    + ",".join(f"2000-01-{n:02d}" for n in range(1, 15)) + " --resample 0":
+        "judges the twenty nights on one CPU kept in the repository (five minutes); tests/test_power.py "
+        "judges synthetic nights with --exclude through the same CLI",
     "python -m benchmarks.tools.cold_starts --ours aot_torchxla_trace_once step.csv":
         "reads the CSV of the half-hour run shown above it; tests/test_cold_starts_tool.py runs the "
         "tool on hand-made rows, --ours included",

@@ -144,9 +144,11 @@ def test_a_slowed_night_scales_only_the_backend(tmp_path, nights):
     assert rows["speedup"].tolist() == pytest.approx([1.25 / 1.1] * 2)
 
 
-def test_a_night_any_policy_failed_before_its_rerun_is_a_false_alarm_before_it(tmp_path, nights):
-    """A first-call (or memory) row slower tonight and not in its re-run:
-    the night passed, but only thanks to the re-run."""
+def test_a_night_stored_as_failing_before_its_rerun_is_judged_again_by_todays_rules(tmp_path, nights):
+    """The night's status before its re-run is judged again from its files
+    by today's rules: a stored status before the re-run
+    (``exit_code_before``) keeps the rules of its day, so a night stored
+    as failing before its re-run whose files pass today is no false alarm."""
     import shutil
 
     root, dates = nights
@@ -155,13 +157,37 @@ def test_a_night_any_policy_failed_before_its_rerun_is_a_false_alarm_before_it(t
     stored = root / dates[3] / "compare.json"
     verdict = json.loads(stored.read_text())
     assert verdict["exit_code"] == verdict["exit_code_before"] == 0
-    verdict["exit_code_before"] = 1  # what the gate writes when first_call's re-run settled it
+    verdict["exit_code_before"] = 1  # failed by the rules of its day
     stored.write_text(json.dumps(verdict))
     tally = power.Tally()
     power.false_alarms(root, dates, 7, gate.Policy(), tally)
-    assert (tally.alarms[power.BEFORE_ANY], tally.judged[power.BEFORE_ANY]) == (1, 5)
-    assert (tally.alarms[power.BEFORE], tally.judged[power.BEFORE]) == (0, 5)  # the speedup's test passed
-    assert (tally.alarms[power.AFTER], tally.judged[power.AFTER]) == (0, 5)
+    assert (tally.alarms[power.BEFORE_ANY], tally.judged[power.BEFORE_ANY]) == (0, 5)
+
+
+
+def test_a_first_call_slower_before_the_rerun_is_a_false_alarm_before_it(tmp_path, cold_nights):
+    """A first-call row slower tonight (its re-run would settle it): the
+    speedup's test passed, the night's status before its re-run did not."""
+    import shutil
+
+    root, dates = cold_nights
+    shutil.copytree(root, tmp_path / "nights")
+    root = tmp_path / "nights"
+    for date in dates:
+        gate.run(root, date, gate.Policy())
+
+    def alarms():
+        tally = power.Tally()
+        power.false_alarms(root, dates, 7, gate.Policy(), tally)
+        return {mode: (tally.alarms[mode], tally.judged[mode]) for mode in (power.BEFORE, power.BEFORE_ANY)}
+
+    before = alarms()
+    slowed = power.slowed_night(root / dates[-1], tmp_path / "slowed", 1.0, first_call_factor=3.0)
+    for path in (RESULT, store.samples_path(Path(RESULT)).name):
+        shutil.copy(slowed / path, root / dates[-1] / path)
+    after = alarms()
+    assert after[power.BEFORE_ANY] == (before[power.BEFORE_ANY][0] + 1, 7)
+    assert after[power.BEFORE] == before[power.BEFORE]  # the speedup's test: as before
 
 
 def test_a_verdict_stored_without_its_before_code_is_judged_again_without_the_rerun(tmp_path, nights):

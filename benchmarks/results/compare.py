@@ -811,7 +811,7 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
             confirmed += 1
             rows.append(replace(row, note=joined(
                 row.note, f"confirmed by a re-run ({measured}) with the night: together "
-                          f"{_change_cell(both.change)}, p {_p_cell(both.p_value)}")))
+                          f"{_change_cell(both.change)}, p {_p_cell(both.p_value)}{sided}")))
         elif second is not None and second.mark in (NO_CHANGE, FASTER):
             unconfirmed += 1
             rows.append(replace(row, mark=UNCONFIRMED,

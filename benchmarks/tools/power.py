@@ -29,7 +29,9 @@ Gate modes, each counted over the same nights:
   and the slowdowns alike;
 * ``gate, before re-run, any policy``: the identical nights' status before
   any re-run, every policy counted (first calls and memory too: how often
-  a quiet night costs a re-run);
+  a quiet night costs a re-run), judged again from the night's files by
+  today's rules (the status a night stored, ``exit_code_before``, keeps
+  the rules of its day);
 * ``gate, after re-run``: for the identical nights, the gate's verdict
   settled by the night's own re-run where the night kept it
   (``confirm/``), else the nightly's stored verdict (``compare.json``,
@@ -279,9 +281,10 @@ def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: T
             # The speedup's test before its re-run, judged again from the
             # night's files (what the slowdowns below are judged by), and the
             # night's status before any re-run, every policy (first calls,
-            # memory) counted.
-            tally.alarm(BEFORE, compare.exit_code(gate.judge(root, date, baseline, policy, remeasure=None)))
-            tally.alarm(BEFORE_ANY, gate.exit_code_before(root, date, verdict, policy, window))
+            # memory) counted: both by today's rules, not the stored ones.
+            comparison, found, _ = gate.judge_all(root, date, baseline, policy, remeasure=None)
+            tally.alarm(BEFORE, compare.exit_code(comparison))
+            tally.alarm(BEFORE_ANY, gate.night_verdict(comparison, found)[1])
             rerun = root / date / CONFIRM_DIR / RESULT
             for mode, rule in ((AFTER, policy), (AFTER_WITH_NIGHT, replace(policy, confirm_with_night=True))):
                 tally.alarm(mode, _settled_code(root, date, baseline, rule, rerun) if rerun.is_file()
