@@ -165,6 +165,7 @@ def test_a_night_stored_as_failing_before_its_rerun_is_judged_again_by_todays_ru
 
 
 
+@pytest.mark.slow  # eight nights judged twice over: make test-all
 def test_a_first_call_slower_before_the_rerun_is_a_false_alarm_before_it(tmp_path, cold_nights):
     """A first-call row slower tonight (its re-run would settle it): the
     speedup's test passed, the night's status before its re-run did not."""
