@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -720,3 +721,42 @@ def test_rows_note_their_cpu_when_shards_ran_on_different_machines(tmp_path):
     assert comparison.cpu_change == "Xeon, 2 CPUs -> EPYC, 4 CPUs; Xeon, 2 CPUs"
     notes = {row.name: row.note for row in comparison.rows}
     assert notes == {"a": "", "b": "CPU Xeon, 2 CPUs -> EPYC, 4 CPUs"}
+
+
+NAN = float("nan")
+
+
+def _confirm_case(rerun_mark, rerun_p, alternative):
+    """A night with m's row a new failure, settled by a re-run that timed it
+    (``rerun_mark`` +6%, p ``rerun_p``, tested ``alternative``)."""
+    key = dict(name="m", backend="b", old_latency_ms=1.0, new_latency_ms=NAN, old_speedup=1.0,
+               new_speedup=NAN, n_old=6, n_new=0)
+    failed = compare.RowComparison(mark=compare.NEW_FAILURE, old_status="pass", new_status="timeout",
+                                   change=NAN, p_value=NAN, **key)
+    timed = compare.RowComparison(mark=rerun_mark, old_status="pass", new_status="pass", change=0.06,
+                                  p_value=rerun_p, **{**key, "n_new": 6, "new_latency_ms": 1.06})
+    night = compare.Comparison(rows=[failed], old_label="old", new_label="night", threshold=0.05, alpha=0.05,
+                               min_samples=5, geomean_ratio=NAN, geomean_n=0)
+    rerun = replace(night, rows=[timed], alternative=alternative)
+    return compare.confirm(night, rerun).rows[0]
+
+
+@pytest.mark.parametrize("alternative, p_value, mark", [
+    (compare.TWO_SIDED, 0.04, compare.SLOWER), (compare.SLOWER_ONLY, 0.02, compare.SLOWER),
+    (compare.SLOWER_ONLY, 0.04, compare.UNCONFIRMED)])
+def test_a_new_failure_whose_rerun_is_slower_is_held_to_the_nights_two_sided_level(alternative, p_value, mark):
+    """A new failure's re-run that passes and is slower is a first finding
+    (the night never timed the row), not a confirmation: under a one-sided
+    re-run it is slower only below half the level (what the night's
+    two-sided test would need), else unconfirmed, and the note says why."""
+    row = _confirm_case(compare.SLOWER, p_value, alternative)
+    assert row.mark == mark
+    if mark == compare.UNCONFIRMED:
+        assert "no change at the night's two-sided level" in row.note and "one-sided" in row.note
+
+
+def test_an_unknown_alternative_is_refused():
+    with pytest.raises(ValueError, match="alternative"):
+        compare.judge_units([1.0, 1.1, 1.2], [1.3, 1.4, 1.5], alternative="greater")
+    with pytest.raises(ValueError, match="alternative"):
+        compare.night_spread([[1.0, 1.1]] * 3, [[1.2, 1.3]], alternative="less")

@@ -247,6 +247,7 @@ def test_a_two_night_slowdown_is_re_run_against_the_nights_before_last(tmp_path,
     slower = frozenset(r.key for r in judged.rows if r.backend == DRIFT)
     alone, pooled = gate.rerun_comparisons(baseline, root / DATES[6] / "performance.csv", rerun_csv, gate.Policy(),
                                            slower, with_night=True)
+    assert alone.alternative == pooled.alternative == compare.SLOWER_ONLY  # a re-run asks: slower again?
     units = len(PROCESS_LEVELS)
     assert {(r.n_old, r.n_new) for r in alone.rows if r.backend == DRIFT} == {(5 * units * 3, 2 * units * 3)}
     assert {(r.n_old, r.n_new) for r in pooled.rows if r.backend == DRIFT} == {(5 * units * 3, 3 * units * 3)}
@@ -272,7 +273,22 @@ def test_a_rerun_is_tested_one_sided(tmp_path, policy, mark):
     assert ("one-sided" in row.note) == policy.confirm_one_sided
     assert judged.confirmation.alternative == (compare.SLOWER_ONLY if policy.confirm_one_sided else compare.TWO_SIDED)
     assert ("a one-sided test" in compare.rule(judged)) == policy.confirm_one_sided
-    assert _gate(tmp_path, DATES[6], "--confirm-two-sided", "--no-confirm") == 1  # parsed; nothing re-run
+
+
+def test_the_cli_tests_a_rerun_one_sided_unless_told(tmp_path, monkeypatch):
+    """``nightly gate`` as the nightly runs it (the re-run stood in), and
+    with ``--confirm-two-sided``: compare.json says how the re-run was
+    tested; the night's own test stays two-sided either way."""
+    for night in range(6):
+        _process_night(tmp_path, DATES[night], 1.0, 0.001 * night)
+    _process_night(tmp_path, DATES[6], 1.10, 0.0005)
+    monkeypatch.setattr(gate, "remeasure", lambda night, keys, out, **budget: _rerun_at(1.043)(night, keys, out))
+    for flags, code, sided in (((), 1, compare.SLOWER_ONLY), (("--confirm-two-sided",), 0, compare.TWO_SIDED)):
+        shutil.rmtree(tmp_path / DATES[6] / "confirm", ignore_errors=True)
+        assert _gate(tmp_path, DATES[6], *flags) == code
+        verdict = _verdict(tmp_path, DATES[6])
+        assert verdict["confirmation"]["alternative"] == sided
+        assert verdict["policy"]["alternative"] == compare.TWO_SIDED
 
 
 @pytest.mark.parametrize("flags, message", [

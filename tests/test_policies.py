@@ -364,3 +364,23 @@ def test_the_dashboard_marks_a_nights_failed_policies(tmp_path):
     assert "Its compare.json names no failing row" not in panel
     # A night whose gate predates policies shows nothing more.
     assert pairs.failed_policies_html({"verdict": "FAIL (1 slower)", "rows": []}) == ""
+
+
+def test_other_metrics_reruns_are_tested_one_sided(tmp_path, monkeypatch):
+    """A slower first call or memory row's re-run asks the speedup's
+    re-run's question (one-sided: slower again?); the night's own
+    judgement of every metric stays two-sided."""
+    from benchmarks.nightly import gate
+
+    seen, judge_metric = [], policies.judge_metric
+
+    def spy(policy, olds, news, **kwargs):
+        seen.append((policy.name, kwargs.get("alternative", compare.TWO_SIDED)))
+        return judge_metric(policy, olds, news, **kwargs)
+
+    monkeypatch.setattr(policies, "judge_metric", spy)
+    entries = _slow_first_call_night(tmp_path)
+    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=_remeasuring(entries, [])) == 1
+    assert sorted(set(seen)) == [("device_memory", compare.TWO_SIDED), ("first_call", compare.SLOWER_ONLY),
+                                 ("first_call", compare.TWO_SIDED), ("host_memory", compare.SLOWER_ONLY),
+                                 ("host_memory", compare.TWO_SIDED)]

@@ -148,7 +148,8 @@ def test_a_night_stored_as_failing_before_its_rerun_is_judged_again_by_todays_ru
     """The night's status before its re-run is judged again from its files
     by today's rules: a stored status before the re-run
     (``exit_code_before``) keeps the rules of its day, so a night stored
-    as failing before its re-run whose files pass today is no false alarm."""
+    as failing whose files pass today is no false alarm, before its re-run
+    or after it."""
     import shutil
 
     root, dates = nights
@@ -157,11 +158,12 @@ def test_a_night_stored_as_failing_before_its_rerun_is_judged_again_by_todays_ru
     stored = root / dates[3] / "compare.json"
     verdict = json.loads(stored.read_text())
     assert verdict["exit_code"] == verdict["exit_code_before"] == 0
-    verdict["exit_code_before"] = 1  # failed by the rules of its day
+    verdict["exit_code_before"] = verdict["exit_code"] = 1  # failed by the rules of its day, no re-run kept
     stored.write_text(json.dumps(verdict))
     tally = power.Tally()
     power.false_alarms(root, dates, 7, gate.Policy(), tally)
     assert (tally.alarms[power.BEFORE_ANY], tally.judged[power.BEFORE_ANY]) == (0, 5)
+    assert (tally.alarms[power.AFTER], tally.judged[power.AFTER]) == (0, 5)  # passing before: after too
 
 
 

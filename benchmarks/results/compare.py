@@ -334,6 +334,11 @@ def _inverse(value: float) -> float:
     return 1 / value if store.is_finite(value) and value > 0 else NAN
 
 
+def _check_alternative(alternative: str) -> None:
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+
+
 def _mann_whitney(new: Sequence[float], old: Sequence[float], alternative: str = TWO_SIDED) -> float:
     # Rank-based: no normality assumption, and one outlier iteration (a GC
     # pause) moves a rank by one instead of dragging a mean.
@@ -395,12 +400,13 @@ def _attainable_p(n_new: int, n_old: int, alternative: str = TWO_SIDED) -> float
 def units(old: pairing.Side, new: pairing.Side, policy: "_Policy") -> tuple[str, tuple, tuple]:
     """What the test compares: ``("process", old, new)`` per-process median
     ratios when both sides say which process each sample came from and so
-    few units can still reach ``alpha`` (``policy.units`` is ``process``);
-    else ``("repeat", old, new)``, the per-repeat ratios."""
+    few units can still reach ``alpha`` two-sided (``policy.units`` is
+    ``process``; a one-sided re-run keeps the units its night had); else
+    ``("repeat", old, new)``, the per-repeat ratios."""
     if policy.units == UNIT_PROCESS:
         old_units, new_units = old.process_ratios, new.process_ratios
         if (len(old_units) >= 2 and len(new_units) >= 2
-                and _attainable_p(len(new_units), len(old_units), policy.alternative) < policy.alpha):
+                and _attainable_p(len(new_units), len(old_units)) < policy.alpha):
             return UNIT_PROCESS, old_units, new_units
     return UNIT_REPEAT, old.ratios, new.ratios
 
@@ -424,6 +430,7 @@ def judge_units(old_units: Sequence[float], new_units: Sequence[float], threshol
     ``alternative="slower"``, one-sided: ``slower`` or ``no change``): what
     the gate decides for a row once its units are chosen
     (``benchmarks.tools.power`` replays it on resampled units)."""
+    _check_alternative(alternative)
     change = _relative(stats.median(new_units), stats.median(old_units))
     p_value = _mann_whitney(new_units, old_units, alternative)
     mark = _direction(change, p_value, flag_at(threshold, unit), alpha)
@@ -462,6 +469,7 @@ def night_spread(old_runs: Sequence[Sequence[float]], new_runs: Sequence[Sequenc
     night adds it, each old night's mean carries it (one-sided with
     ``alternative="slower"``).  None when the nights move no more than
     their processes (the Mann-Whitney test stands)."""
+    _check_alternative(alternative)
     old = [np.log(np.asarray(g, dtype=float)) for g in old_runs if len(g) >= 2]
     new = [np.log(np.asarray(g, dtype=float)) for g in new_runs if len(g)]
     if len(old) < 3 or not new:
@@ -690,8 +698,7 @@ def compare(
     """
     if units not in UNITS:
         raise ValueError(f"units must be one of {UNITS}, got {units!r}")
-    if alternative not in ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    _check_alternative(alternative)
     policy = _Policy(threshold, alpha, min_samples, latency_criterion, units, loaded, alternative)
     olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
     news = [new_csv] if isinstance(new_csv, (str, os.PathLike)) else list(new_csv)
@@ -787,20 +794,24 @@ def confirm(comparison: Comparison, rerun: Comparison | None, note: str = "",
             rows.append(row)
             continue
         second = again.get(row.key)
-        measured = f"{_change_cell(second.change)}, p {_p_cell(second.p_value)}{sided}" if second else ""
+        tested = sided if second is not None and store.is_finite(second.p_value) else ""
+        measured = f"{_change_cell(second.change)}, p {_p_cell(second.p_value)}{tested}" if second else ""
         if row.mark == NEW_FAILURE:
             if second is None or second.mark == NEW_FAILURE:
                 confirmed += second is not None
                 settled = "confirmed by a re-run" if second is not None else "not settled (no re-run of it)"
                 rows.append(replace(row, note=joined(row.note, settled)))
-            elif second.mark == SLOWER:
+            elif second.mark == SLOWER and (not sided or second.p_value < comparison.alpha / 2):
+                # The night never timed the row: its re-run's slowdown is a
+                # first finding, held to the night's two-sided level.
                 confirmed += 1
                 rows.append(replace(second, note=joined(second.note, "failed in the night; a re-run ran "
                                                                      f"it and found it slower ({measured})")))
             else:
                 unconfirmed += 1
+                found = second.mark if second.mark != SLOWER else f"{NO_CHANGE} at the night's two-sided level"
                 rows.append(replace(row, mark=UNCONFIRMED,
-                                    note=joined(row.note, f"a re-run ran it: {second.mark} ({measured})")))
+                                    note=joined(row.note, f"a re-run ran it: {found} ({measured})")))
             continue
         both = together.get(row.key)
         if second is not None and second.mark == SLOWER:

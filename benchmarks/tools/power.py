@@ -34,9 +34,9 @@ Gate modes, each counted over the same nights:
   the rules of its day);
 * ``gate, after re-run``: for the identical nights, the gate's verdict
   settled by the night's own re-run where the night kept it
-  (``confirm/``), else the nightly's stored verdict (``compare.json``,
-  under the rule of its day: a night stored as passed passes the rules
-  since, which only clear rows);
+  (``confirm/``); else a pass where today's rules pass the night before
+  any re-run, and otherwise the nightly's stored verdict (``compare.json``,
+  under the rule of its day);
   for the slowdowns, the gate's judgement with a stand-in re-run, settled
   by the gate itself (``gate.judge``: the re-run slower alone; a
   two-night row's re-run judged against the nights before last night);
@@ -283,12 +283,16 @@ def false_alarms(root: Path, dates: Sequence[str], window: int, policy, tally: T
             # night's status before any re-run, every policy (first calls,
             # memory) counted: both by today's rules, not the stored ones.
             comparison, found, _ = gate.judge_all(root, date, baseline, policy, remeasure=None)
+            before = gate.night_verdict(comparison, found)[1]
             tally.alarm(BEFORE, compare.exit_code(comparison))
-            tally.alarm(BEFORE_ANY, gate.night_verdict(comparison, found)[1])
+            tally.alarm(BEFORE_ANY, before)
             rerun = root / date / CONFIRM_DIR / RESULT
             for mode, rule in ((AFTER, policy), (AFTER_WITH_NIGHT, replace(policy, confirm_with_night=True))):
+                # Without its re-run kept: a night that passes before any
+                # re-run passes after it; else the stored verdict says what
+                # its re-run found (under the rules of its day).
                 tally.alarm(mode, _settled_code(root, date, baseline, rule, rerun) if rerun.is_file()
-                            else verdict["exit_code"])
+                            else min(before, verdict["exit_code"]))
         two = _two_nights_baseline(root, dates, date, window, exclude)
         if two is not None:
             tally.alarm(TWO_NIGHTS, compare.exit_code(compare.compare(two[0], two[1], **policy.kwargs())))
