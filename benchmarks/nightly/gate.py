@@ -19,9 +19,9 @@ does the work:
    measured again in this job with the night's runner settings
    (``remeasure``, once for all of them) and compared with the same
    baseline; a row stays slower (failing) only if the re-run is slower
-   too, tested one-sided: the re-run asks only whether the night's
-   slowdown is there again (``--confirm-two-sided``: as the night was
-   tested) (``compare.confirm``; with ``--confirm-with-night`` also when the
+   too, by a one-sided test, as the re-run asks only whether the night's
+   slowdown is there again (``compare.confirm``; ``--confirm-two-sided``:
+   tested as the night was; with ``--confirm-with-night`` also when the
    night and the re-run together are slower and the re-run's own change is
    past the floor its units flag); a re-run stopped by SIGINT or SIGTERM (Ctrl-C,
    Slurm's time limit) stops the gate with no verdict;
