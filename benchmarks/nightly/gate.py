@@ -139,10 +139,14 @@ class Policy:
                     fail_on_inconclusive=self.fail_on_inconclusive, units=self.units,
                     leave_out=self.leave_out, loaded=self.loaded)
 
+    @property
+    def confirm_alternative(self) -> str:
+        """How a re-run is tested (``compare``'s alternative): one-sided with ``confirm_one_sided``."""
+        return compare.SLOWER_ONLY if self.confirm_one_sided else compare.TWO_SIDED
+
     def confirm_kwargs(self) -> dict:
-        """``kwargs`` for judging a re-run: one-sided with ``confirm_one_sided``."""
-        sided = compare.SLOWER_ONLY if self.confirm_one_sided else compare.TWO_SIDED
-        return {**self.kwargs(), "alternative": sided}
+        """``kwargs`` for judging a re-run."""
+        return {**self.kwargs(), "alternative": self.confirm_alternative}
 
 
 # (night, experiments, output CSV) -> "" once measured, else why not.
@@ -184,8 +188,8 @@ def _confirmed(comparisons: dict[str, compare.Comparison], baseline: history.Bas
         return settle(lambda name: None, why or "the re-run wrote no results")
     by_name = {p.name: p for p in configured}
     try:
-        sided = policy.confirm_kwargs()["alternative"]
-        reruns = {name: policies.judge_metric(by_name[name], list(baseline.runs), [out], alternative=sided)
+        reruns = {name: policies.judge_metric(by_name[name], list(baseline.runs), [out],
+                                              alternative=policy.confirm_alternative)
                   for name, c in comparisons.items() if name in confirming and name != "speedup" and _slower(name, c)}
         pooled = None
         if _slower("speedup", comparisons["speedup"]):

@@ -391,10 +391,14 @@ def _judge_status(old: pairing.Side, new: pairing.Side) -> str | None:
     return None
 
 
+def _tails(alternative: str) -> int:
+    """How many tails of a test's distribution ``alternative`` counts."""
+    return 1 if alternative == SLOWER_ONLY else 2
+
+
 def _attainable_p(n_new: int, n_old: int, alternative: str = TWO_SIDED) -> float:
     """The smallest Mann-Whitney p-value samples of these sizes can give."""
-    tails = 1 if alternative == SLOWER_ONLY else 2
-    return min(1.0, tails / math.comb(n_new + n_old, n_new)) if n_new and n_old else 1.0
+    return min(1.0, _tails(alternative) / math.comb(n_new + n_old, n_new)) if n_new and n_old else 1.0
 
 
 def units(old: pairing.Side, new: pairing.Side, policy: "_Policy") -> tuple[str, tuple, tuple]:
@@ -524,8 +528,8 @@ def _judge_measured(old: pairing.Side, new: pairing.Side, policy: _Policy) -> di
               if unit == UNIT_PROCESS else None)
     if spread is not None:
         # A slowdown this row would catch must clear the nights' spread too.
-        tail = policy.alpha if policy.alternative == SLOWER_ONLY else policy.alpha / 2
-        found["detectable"] = max(found["detectable"], math.expm1(sps.norm.ppf(1 - tail) * spread.std_error))
+        quantile = sps.norm.ppf(1 - policy.alpha / _tails(policy.alternative))
+        found["detectable"] = max(found["detectable"], math.expm1(quantile * spread.std_error))
         beyond = spread.p_value < policy.alpha and (spread.change > 0) == (mark == SLOWER)
         if mark in (SLOWER, FASTER) and not beyond:
             found["note"] = (f"{mark} by its processes (p {_p_cell(found['p_value'])}), not beyond the "

@@ -550,7 +550,7 @@ def resampled(root: Path, dates: Sequence[str], processes: int, repeats: int, tr
         raise UsageError(f"too few stored processes to deal 4 x {processes} (tonight, its re-run, a second "
                          f"night, a baseline) from: {', '.join(short)}")
     judge = functools.partial(compare.judge_units, threshold=policy.threshold, alpha=policy.alpha)
-    recheck = functools.partial(judge, alternative=policy.confirm_kwargs()["alternative"])  # a re-run's test
+    recheck = functools.partial(judge, alternative=policy.confirm_alternative)  # a re-run's test
     for _ in range(trials):
         alarms = dict.fromkeys(RESAMPLED_MODES, False)
         for (name, backend), pool in sorted(models.items()):
