@@ -156,8 +156,9 @@ def test_a_row_gone_from_a_complete_night_is_unjudged_and_missing_on_a_partial_o
     tonight = night("d", row(0.0))
     gone = judge.judge(tonight, history, POLICY)
     assert {r.name: r.rule for r in gone.rows}["alexnet"] == "removed"
-    partial = judge.judge(tonight, history, POLICY, partial=True)
+    partial = judge.judge(tonight, history, POLICY, partial="shard 1 of 2 lost")
     assert {r.name: r.mark for r in partial.rows}["alexnet"] == v.MARK_MISSING
+    assert partial.state == v.UNJUDGED and "partial (shard 1 of 2 lost): 1 row(s) missing" in partial.reasons[-1]
 
 
 def test_the_verdict_is_a_value_its_json_carries_state_and_exit_code():

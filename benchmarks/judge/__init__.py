@@ -21,7 +21,7 @@ from benchmarks.nightly.night import Night
 __all__ = ["Policy", "Verdict", "RowVerdict", "judge", "judge_night", "History", "NightRows"]
 
 
-def _cases(tonight: NightRows, history: History, policy: Policy, partial: bool,
+def _cases(tonight: NightRows, history: History, policy: Policy, partial: str,
            flaky: set[tuple[str, str]]) -> list[rules.Case]:
     cases = []
     last = history.nights[0] if history.nights else None
@@ -38,12 +38,12 @@ def _cases(tonight: NightRows, history: History, policy: Policy, partial: bool,
             values, left, mark = history.values(row, policy.window) if row is not None else ((), (), "")
             cases.append(rules.Case(
                 metric, key, row, values, (row.left_out if row is not None else ()) + left, mark,
-                None if before is None else before.passed, partial,
+                None if before is None else before.passed, bool(partial),
                 (key.name, key.backend) in flaky, limits, policy.alpha, policy.min_nights))
     return cases
 
 
-def judge(tonight: NightRows, history: History, policy: Policy, *, partial: bool = False,
+def judge(tonight: NightRows, history: History, policy: Policy, *, partial: str = "",
           flaky: Iterable[tuple[str, str]] = (), expected: Mapping | None = None,
           expected_failed: bool = False) -> Verdict:
     """The verdict on ``tonight`` against ``history``."""
@@ -55,7 +55,7 @@ def judge(tonight: NightRows, history: History, policy: Policy, *, partial: bool
             case.change, case.p_slower, case.slower_adjusted, len(case.history),
             case.tonight.units if case.tonight is not None else (), case.left_out))
     rows = tuple(judged)
-    state, reasons = night_state(rows, expected_failed, policy.min_judged)
+    state, reasons = night_state(rows, expected_failed, policy.min_judged, partial)
     return Verdict(tonight.date, state, reasons, rows, history.passed_over, policy, dict(expected or {}))
 
 
@@ -66,7 +66,7 @@ def judge_night(root: Path, date: str, policy: Policy, expected_judgement=None,
     metrics = tuple(policy.metrics)
     tonight = evidence.read_night(night, policy.loaded_cores, metrics)
     past = evidence.read_history(root, date, policy.loaded_cores, policy.max_age_days, 2 * policy.window, metrics)
-    verdict = judge(tonight, past, policy, partial=bool(night.partial), flaky=flaky,
+    verdict = judge(tonight, past, policy, partial=night.partial, flaky=flaky,
                     expected=expected_judgement.to_json() if expected_judgement is not None else None,
                     expected_failed=bool(expected_judgement is not None and expected_judgement.failed))
     return verdict

@@ -25,7 +25,7 @@ from benchmarks.usage import UsageError
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "gate.yaml"
 
-PASS, SUSPECTED, UNJUDGED, FAIL = "pass", "suspected", "unjudged", "fail"
+from benchmarks.nightly.night import FAIL, PASS, SUSPECTED, UNJUDGED  # noqa: E402  (the one spelling)
 EXIT_CODES = {PASS: 0, FAIL: 1, UNJUDGED: 3, SUSPECTED: 4}
 STATES = (FAIL, SUSPECTED, UNJUDGED, PASS)  # worst first
 
@@ -175,8 +175,10 @@ class Verdict:
                 "expected": dict(self.expected)}
 
 
-def night_state(rows: tuple[RowVerdict, ...], expected_failed: bool, min_judged: float) -> tuple[str, tuple[str, ...]]:
-    """The night's state and its reasons, from its rows' marks."""
+def night_state(rows: tuple[RowVerdict, ...], expected_failed: bool, min_judged: float,
+                partial: str = "") -> tuple[str, tuple[str, ...]]:
+    """The night's state and its reasons, from its rows' marks; a partial
+    night (``partial``: why) is never a pass."""
     counts = {m: sum(r.mark == m for r in rows) for m in (MARK_FAIL, MARK_SUSPECTED, MARK_UNJUDGED)}
     judged = sum(r.mark in JUDGED_MARKS for r in rows)
     judgeable = judged + counts[MARK_UNJUDGED]
@@ -193,6 +195,9 @@ def night_state(rows: tuple[RowVerdict, ...], expected_failed: bool, min_judged:
         return FAIL, tuple(reasons)
     if counts[MARK_SUSPECTED]:
         return SUSPECTED, tuple(reasons)
-    if not judged or judged < min_judged * judgeable:
+    if partial:
+        missing = sum(r.mark == MARK_MISSING for r in rows)
+        reasons.append(f"the night is partial ({partial}): {missing} row(s) missing")
+    if not judged or judged < min_judged * judgeable or partial:
         return UNJUDGED, tuple(reasons) or ("no row could be judged",)
     return PASS, tuple(reasons) or (f"{judged} row(s) judged, none slower",)
