@@ -966,7 +966,7 @@ def test_python_arithmetic_on_a_float_argument_is_not_a_constant(xla, bridge, qu
 # caller may not update them in place outside it.
 
 
-def _check_modes(compiled, f, make, xla, calls=3):
+def _check_modes(compiled, f, make, device, calls=3):
     """Call both on new values; each output as eager's (value, inference or
     not, requiring grad or not); then the caller edits each output in place:
     ours refuses where eager refuses, and inputs and outputs stay alike."""
@@ -974,7 +974,7 @@ def _check_modes(compiled, f, make, xla, calls=3):
 
     for call in range(calls):
         eager_in = make(call)
-        ours_in = tuple(t.to(xla) for t in eager_in)
+        ours_in = tuple(t.clone().to(device) for t in eager_in)
         want = pytree.tree_leaves(f(*eager_in))
         got = pytree.tree_leaves(compiled(*ours_in))
         assert len(got) == len(want)
@@ -1073,3 +1073,30 @@ def test_a_graph_called_under_inference_mode_returns_inference_tensors(xla):
     _check_modes(under_inference_mode(compiled), under_inference_mode(f), lambda call: (_randn(3, seed=call),),
                  xla)
     _check_modes(compiled, f, lambda call: (_randn(3, seed=call),), xla)
+
+
+def test_a_number_the_trace_computed_from_a_float_is_never_fed_as_a_constant(xla):
+    """Traced as it is (no host run before it), ``abs(s) + 10`` is a
+    parameter holding neither stand-in: the floats are not taken as inputs
+    of one executable, and the graph is traced per value."""
+    from xla_backends.trace_once import _xlac
+    from xla_backends.trace_once.plan import make_plan
+    from xla_backends.trace_once.scalars import fed_by_floats, stand_ins
+    from xla_backends.trace_once.trace import run, tracing
+
+    gm = torch.fx.symbolic_trace(lambda x, s: x / (abs(s) + 10) + x * s)
+    args = (torch.ones(3, device=xla), 0.5)
+    device = str(xla)
+    with tracing(device, args):
+        seed = _xlac.rng_seed(device)
+        first = make_plan(run(gm, stand_ins(args, (1,), 0), device))
+        assert fed_by_floats(gm, args, device, (1,), seed, first) is None
+
+
+@pytest.mark.parametrize("backend", [BACKEND, "torchxla_trivial"])
+def test_host_inputs_and_tensors_made_under_inference_mode(quiet, backend):
+    """With host tensors only the graph runs on the XLA device: the host
+    copies of what it made under ``inference_mode`` are inference tensors."""
+    f = _nested_modes
+    _check_modes(torch.compile(f, backend=backend), f,
+                 lambda call: (_randn(3, seed=call), _randn(3, seed=call + 1)), "cpu")
