@@ -241,3 +241,30 @@ def test_runners_per_value_are_bounded():
         torch.testing.assert_close(compiled(x, n).cpu(), torch.arange(3.0) * n + n)
         assert len(compiled.runners) <= MAX_RUNNERS
     assert len(compiled.runners) == MAX_RUNNERS
+
+
+def _takes_structured(c, pair, named, y):
+    return c[0] * y + c.indices, pair[0] - pair[1] * named["k"], named["v"] + 1
+
+
+def test_structured_arguments_become_inputs():
+    """A graph handed structured values (a ``torch.return_types`` tuple, a
+    list, a dict of tensors) takes their tensors as inputs: one runner, one
+    trace, no call's tensors kept."""
+    from torch._dynamo.utils import counters
+
+    compiled = TraceOnce(torch.fx.symbolic_trace(_takes_structured))
+    counters["trace_once"].clear()
+    live = []
+    for call in range(8):
+        x, y = (torch.randn(5, generator=torch.Generator().manual_seed(call + k)) for k in (0, 9))
+        host = (torch.cummin(x, 0), [x, y], {"k": y * 2, "v": x.abs()}, y)
+        ours = (torch.cummin(x.to(DEVICE), 0), [x.to(DEVICE), y.to(DEVICE)],
+                {"k": (y * 2).to(DEVICE), "v": x.abs().to(DEVICE)}, y.to(DEVICE))
+        for k, (g, w) in enumerate(zip(compiled(*ours), _takes_structured(*host))):
+            torch.testing.assert_close(g.cpu(), w, msg=f"call {call}, output {k}")
+        del ours
+        live.append(_live_tensors())
+    assert counters["trace_once"]["traces"] == 1, dict(counters["trace_once"])
+    assert len(compiled.runners) == 1
+    assert live[-1] <= live[1], f"live tensors, call by call: {live}"

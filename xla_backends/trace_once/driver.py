@@ -29,7 +29,7 @@ from .._device import (all_on_host, arg_views, copying_transfers, host_positions
 from ..strides import fix_as_strided
 from . import _xlac
 from .compile import NO_DONATION, Donors, compile_results, overlap_pays
-from .lift import lift_state, read_state
+from .lift import flat_args, flatten_structured, lift_state, read_state, structured_specs
 from .partition import fallback_nodes, hoisted, mode_nodes, on_host, split
 from .plan import Source, make_plan
 from .replay import Replay
@@ -72,6 +72,7 @@ class TraceOnce:
         self._scalars: tuple | None = None  # positions of non-tensor arguments
         self._graphs: dict = {}
         self._only = None
+        self._structured = None  # per argument, a structured one's tree spec (``lift``)
 
     def __call__(self, *args):
         if self._state:
@@ -104,6 +105,12 @@ class TraceOnce:
             self._scalars, self._graphs, self._only = None, {}, None
 
     def _dispatch(self, args):
+        if self._scalars is None and any(structured_specs(args)):
+            # Structured arguments (seen on the first call) become their leaves.
+            self._structured = structured_specs(args)
+            self.gm = flatten_structured(self.gm, self._structured)
+        if self._structured is not None:
+            args = flat_args(args, self._structured)
         return self._runner_for(args)(args)
 
     def _runner_for(self, args, background: bool = False):
@@ -114,7 +121,7 @@ class TraceOnce:
         runner = _recent(self._graphs, key)
         if runner is None:
             runner = _keep(self._graphs, key, _runner(self.gm, args, background, self.donors))
-            if not self._scalars:
+            if not self._scalars and self._structured is None:
                 self._only = runner
         return runner
 
@@ -134,6 +141,8 @@ def _preparable(gm, args) -> bool:
     """Can the graph be built ahead of its first call on these example
     inputs: one per placeholder, every tensor a plain one, some on XLA?"""
     if len(args) != sum(n.op == "placeholder" for n in gm.graph.nodes):
+        return False
+    if any(structured_specs(args)):
         return False
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     return (all(type(t) in (torch.Tensor, torch.nn.Parameter) for t in tensors)
