@@ -897,6 +897,7 @@ def _sqrt_of_an_item(x):
 
 def _int_item(x):
     n = (x > 0).sum().item()
+    torch._check(n >= 0)  # a check on the number: run on the host too
     return x * n, x + (n * 2 - 1)
 
 

@@ -72,7 +72,8 @@ class Replay:
         self._flat_tuple = spec.type is tuple and all(c.is_leaf() for c in spec.children_specs)
         # A graph that makes values under another inference mode than its
         # call's takes the slow road: every output made as the trace made it.
-        self._direct = plan.direct and not plan.modal
+        self._modal = plan.modal
+        self._direct = plan.direct and not self._modal
         self._tuple_out = self._direct and self._flat_tuple
         # Results in another order than the outputs (see ``plan._bridge_order``).
         picks = plan.picks() if self._flat_tuple and not plan.direct and not plan.modal else None
@@ -204,7 +205,7 @@ class Replay:
 
     def _outputs(self, args, results):
         plan = self.plan
-        if plan.modal:
+        if self._modal:
             return self._outputs_in_modes(args, results)
         if self._direct:
             if self._flat_tuple:
