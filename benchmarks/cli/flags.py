@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.run.config import COMPILE_STEPS, SUITES
+from benchmarks.run.config import COMPILE_STEPS, PROFILES, SUITES
 from benchmarks.usage import Parser, UsageError
 
 PROG = "runner.py"
@@ -81,7 +81,12 @@ def _selection(p: argparse.ArgumentParser) -> None:
                      help="skip these models, named exactly (case-insensitively; repeatable, commas)")
     sel.add_argument("--suite", choices=SUITES, default="builtin",
                      help="seed: the ten models of the first experiment; builtin: all our "
-                          "models (default); torchbench: a pytorch/benchmark checkout's")
+                          "models (default); torchbench: a pytorch/benchmark checkout's; huggingface, "
+                          "timm_models: PyTorch's own suites, from its list files (configs/pytorch/)")
+    sel.add_argument("--profile", choices=PROFILES, default=None,
+                     help="with --suite huggingface or timm_models on --device cpu: small, batch size 1, "
+                          "sequences of at most 128 tokens and at most two layers (configs/pytorch/), "
+                          "which fits two cores (default: PyTorch's CPU batch sizes, the models whole)")
     sel.add_argument("--torchbench-dir", metavar="DIR",
                      help="the pytorch/benchmark checkout for --suite torchbench "
                           "(default: torchbenchmark from PYTHONPATH)")
