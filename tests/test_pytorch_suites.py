@@ -127,3 +127,17 @@ def test_every_selected_model_gets_a_row(tmp_path):
     assert rows.loc["BigBird", "status"] == "model_fail_to_load"
     assert "no model for this name" in rows.loc["BigBird", "error"]
     assert set(rows["suite"]) == {"huggingface"} and set(rows["profile"]) == {"small"}
+    # PyTorch's own checks read the real run's files against expected files written from it.
+    expected = tmp_path / "expected"
+    assert cli.main(["update-expected", str(out), "--pytorch", str(expected)]) == 0
+    checks = Path(__file__).resolve().parents[2] / "shared" / "peer" / "pytorch-benchmarks-dynamo"
+    if checks.exists():
+        import subprocess
+        import sys
+
+        (actual,) = (out.with_suffix(".pytorch")).glob("*_accuracy.csv")
+        (wanted,) = expected.glob("*.csv")
+        for script in ("check_accuracy.py", "check_graph_breaks.py"):
+            done = subprocess.run([sys.executable, str(checks / script), "--actual", str(actual),
+                                   "--expected", str(wanted)], capture_output=True, text=True)
+            assert done.returncode == 0, done.stdout

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.results import stats, store, tables
+from benchmarks.results import pytorch_files, stats, store, tables
 
 DEFAULT_TITLE = "Speedup over baseline"
 ACCURACY_TITLE = "Accuracy against baseline"
@@ -655,7 +655,8 @@ def report_files(csv_path: str | os.PathLike, accuracy: bool) -> list[Path]:
 
 def finish(csv_path: str | os.PathLike) -> str:
     """Render the stored rows: the plot (not for an accuracy run: verdicts
-    are no bars) and the markdown beside the CSV; returns the console report."""
+    are no bars), the markdown and PyTorch's files (``pytorch_files``)
+    beside the CSV; returns the console report."""
     # Here, not at the top: listing report_files (a dry run) needs no matplotlib.
     from benchmarks.results import plots
 
@@ -664,4 +665,5 @@ def finish(csv_path: str | os.PathLike) -> str:
     if store.plot_path(csv_path) in report_files(csv_path, is_accuracy(df)):
         png = plots.plot_speedups(df, store.plot_path(csv_path)).name
     write_markdown(csv_path, plot=png)
+    pytorch_files.write(csv_path)  # PyTorch's files, for its tools
     return render_console(df, store.logs_path(csv_path))
