@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.results import pytorch_files, stats, store, tables
+from benchmarks.results import hud, pytorch_files, stats, store, tables
 
 DEFAULT_TITLE = "Speedup over baseline"
 ACCURACY_TITLE = "Accuracy against baseline"
@@ -522,6 +522,9 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
         parts += _accuracy_sections(df)
     else:
         parts += _speed_sections(df, plot)
+    summaries = hud.summarise(df)
+    if summaries:
+        parts += ["## Dashboard summary", "", hud.NOTE, "", tables.render(*hud.render(summaries), tables.MARKDOWN), ""]
     failed = failures(df, logs)
     if failed:
         listing = tables.render(["name", "backend", "status", "reason", "log"], [list(f) for f in failed], tables.MARKDOWN)
