@@ -70,6 +70,7 @@ OTHER_VALUE = {
     "dtype": ["--bfloat16"],
     "dynamic": ["--dynamic-shapes"],
     "inputs": ["--randomize-input"],
+    "iterations_per_run": ["--iterations-per-run", "2"],
     "repeat": ["--repeat", "7"],
     "warmup": ["--warmup", "2"],
     "seed": ["--seed", "5"],

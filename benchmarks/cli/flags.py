@@ -125,6 +125,11 @@ def _measurement(p: argparse.ArgumentParser) -> None:
                         "runner (default: one per CPU the worker may use)")
     m.add_argument("--cpu-affinity", metavar="CPUS",
                    help="pin each worker to these CPUs, as taskset -c takes them (e.g. 0-3,6)")
+    m.add_argument("--iterations-per-run", type=int, default=1, metavar="N",
+                   help="performance: run N iterations back to back in each timed sample, the device "
+                        "waited for once at their end, as PyTorch's harness does (on XLA one iteration's "
+                        "tracing then overlaps the last one's execution); latencies stay per iteration "
+                        "(default 1)")
     m.add_argument("--warmup", type=int, default=3, help="warm-up calls; the first is timed alone (default 3)")
     m.add_argument("--device", "--devices", "-d", type=_device, default="cpu",
                    help=f"XLA device (PJRT_DEVICE): {', '.join(sorted(DEVICES))} (default cpu)")

@@ -197,7 +197,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
         cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
-        size_profile=args.profile,
+        size_profile=args.profile, iterations_per_run=args.iterations_per_run,
     )
     output = Path(args.output) if args.output else Path(args.output_directory, config.experiment.file_name())
     try:
@@ -301,6 +301,10 @@ def _check_numbers(args) -> None:
                          "built-in models' cpu profile already fits two cores)")
     if args.profile is not None and args.device != "cpu":
         raise UsageError(f"--profile {args.profile} sizes a cpu run; drop it with --device {args.device}")
+    if args.iterations_per_run < 1:
+        raise UsageError(f"--iterations-per-run must be at least 1, got {args.iterations_per_run}")
+    if args.iterations_per_run > 1 and args.accuracy:
+        raise UsageError("--iterations-per-run times several iterations per sample; it applies to --performance")
     if args.warmup < 1:
         raise UsageError(f"--warmup must be at least 1 (the first call is timed), got {args.warmup}")
     if args.timeout is not None and not args.timeout > 0:

@@ -99,8 +99,10 @@ import pandas as pd
 #      small; empty for the device's profile, as on every older row, part of
 #      the experiment's key), and what PyTorch's common.py writes under these
 #      names: calls_captured, unique_graph_breaks, fallbacks_to_eager,
-#      autograd_captures, autograd_compiles, cache_lookup_latency.  Rows of
-#      versions 1-11 did not record them: read empty (unknown), never 0.
+#      autograd_captures, autograd_compiles, cache_lookup_latency; and
+#      iterations_per_run (--iterations-per-run; empty for 1, as every older
+#      row timed, part of the key).  Rows of versions 1-11 did not record
+#      the statistics: read empty (unknown), never 0.
 SCHEMA_VERSION = 12
 
 STATUS_PASS = "pass"
@@ -234,6 +236,7 @@ COLUMNS: list[Column] = [
     Column("autograd_captures", "Int64", required=False),  # compiled autograd's captures
     Column("autograd_compiles", "Int64", required=False),  # compiled autograd's compiles
     Column("cache_lookup_latency", "float64", required=False),  # us of dynamo's cache lookup, two calls
+    Column("iterations_per_run", "Int64", required=False),  # --iterations-per-run; empty: 1
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]
@@ -308,6 +311,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("profile", ("--profile",), of=lambda c: c.size_profile, caption="{} profile",
             unknown="device's profile", quiet="device's profile",
             label=lambda v: v or None),
+    # Empty for 1 (one iteration per sample, as every older row timed).
+    Setting("iterations_per_run", ("--iterations-per-run",),
+            of=lambda c: c.iterations_per_run if c.iterations_per_run != 1 else None,
+            caption="{} iterations per run", unknown="1 iteration per run",
+            label=lambda v: f"{v}_iterations" if v else None),
     # On the row, not in the key: how precisely, not what, was measured.
     Setting("repeat", ("--repeat",), key=False, of=lambda c: c.repeat),
     Setting("warmup", ("--warmup",), key=False, of=lambda c: c.warmup),
@@ -365,7 +373,8 @@ class Experiment:
         (what it measures, mode, device, then each setting that differs from
         the default), so that runs of different experiments, such as
         ``make bench``'s and a one-model check, never meet in one file."""
-        order = ("mode", "dev", "suite", "baseline", "dtype", "dynamic", "inputs", "profile")
+        order = ("mode", "dev", "suite", "baseline", "dtype", "dynamic", "inputs", "profile",
+                 "iterations_per_run")
         labels = [SETTING_BY_COLUMN[c].label(self[c]) for c in order]
         return "_".join([self.measure, *(label for label in labels if label)]) + ".csv"
 
@@ -448,7 +457,7 @@ def latest(df: pd.DataFrame) -> pd.DataFrame:
 # What identifies an experiment
 
 
-class ExperimentKey(namedtuple("ExperimentKey", KEY_COLUMNS, defaults=(None, None))):
+class ExperimentKey(namedtuple("ExperimentKey", KEY_COLUMNS, defaults=(None, None, None))):
     """The ``KEY_COLUMNS`` of a row, normalised: ``None`` where a value is
     missing (unknown), ``batch_size`` an int, everything else a string; the
     last (inputs, of schema version 6) unknown unless given."""
@@ -482,7 +491,7 @@ def _key_value(column: str, value: Any) -> Any:
         return None
     if column == "suite":
         return SAME_CODE_SUITE.get(str(value), str(value))
-    if column == "batch_size":
+    if column in ("batch_size", "iterations_per_run"):
         try:
             return int(float(value))
         except (TypeError, ValueError):

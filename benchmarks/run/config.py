@@ -88,6 +88,9 @@ class RunConfig:
     # --profile small: PyTorch's suites at batch size 1, shorter sequences and
     # fewer layers (configs/pytorch/); None: the device's profile.
     size_profile: str | None = None
+    # --iterations-per-run: iterations in each timed sample, run back to
+    # back with one device wait at the end, as PyTorch's harness times them.
+    iterations_per_run: int = 1
 
     @property
     def adaptive(self) -> bool:

@@ -254,7 +254,8 @@ class Probe:
         if self._device:
             self._device.reset()
 
-    def after(self, call: str, shape: Hashable = None) -> None:
+    def after(self, call: str, shape: Hashable = None, steps: int = 1) -> None:
+        """After ``steps`` iterations run as one (--iterations-per-run)."""
         host_peak = self._host.peak_bytes()  # first: the reads below allocate a little
         device_peak = self._device.peak_bytes() if self._device else None
         delta = _snapshot(self.xla)
@@ -263,9 +264,9 @@ class Probe:
             self._seen_first, self.first_shape = True, shape
         self.calls[(call, shape)].update(delta)
         if call == "timed":
-            self.timed_steps[shape] += 1
+            self.timed_steps[shape] += steps
             if self._pending_host is not None:
-                self.host_s[shape].append(self._pending_host)
+                self.host_s[shape].append(self._pending_host / steps)
         self._pending_host = None
         self.peak_host[shape] = max(self.peak_host.get(shape, 0), host_peak)
         if device_peak is not None:

@@ -208,7 +208,8 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
     timings = measure(contenders, draw, warmup=config.warmup, repeat=config.repeat,
                       randomize=config.randomize_input, shapes=range(len(benches)),
                       max_time=config.max_time, min_repeat=config.min_repeat,
-                      enough=_precise_enough(config.target_ci))
+                      enough=_precise_enough(config.target_ci),
+                      iterations_per_run=config.iterations_per_run)
     other_cores = others.cores()
     baseline = timings.pop(BASELINE_KEY)
     if not baseline.ok:
