@@ -99,11 +99,24 @@ def render(summaries: list[Summary]) -> tuple[list[str], list[list[str]]]:
                      _number(s.geomean, f"{s.geomean:.2f}x", "geomean speedup" in marks),
                      _number(s.compilation_s, f"{s.compilation_s:.1f}", False),
                      _number(s.compression, f"{s.compression:.2f}x", "compression ratio" in marks)])
-    return headers, rows
+    # An accuracy run has no speedups, memory or compile times: columns of dashes go.
+    keep = [i for i in range(len(headers)) if i < 3 or any(row[i] != "-" for row in rows)]
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
 
 
-NOTE = (f"As PyTorch's compiler dashboard summarises a suite: the pass rate counts the models that "
-        f"passed (accuracy, or ran, in a performance run) of those the suite lists; the geomean speedup, "
-        f"mean compilation time (s) and mean peak-memory compression ratio are over the passing models. "
-        f"▼ marks what the dashboard marks: a pass rate below {PASS_RATE_LINE:.0%}, a geomean below "
-        f"{GEOMEAN_LINE}x, a compression ratio below {COMPRESSION_LINE}x.")
+_PHRASES = {"geomean speedup": "the geomean speedup", "compilation s": "the mean compilation time (s)",
+            "compression ratio": "the mean peak-memory compression ratio"}
+_LINES = {"pass rate": f"a pass rate below {PASS_RATE_LINE:.0%}",
+          "geomean speedup": f"a geomean below {GEOMEAN_LINE}x",
+          "compression ratio": f"a compression ratio below {COMPRESSION_LINE}x"}
+
+
+def note(headers: list[str]) -> str:
+    """What the summary's columns mean, for the columns shown."""
+    text = ("As PyTorch's compiler dashboard summarises a suite: the pass rate counts the models that "
+            "passed (the accuracy verdict, or in a performance run a speedup) of those the run has")
+    over = [_PHRASES[h] for h in headers if h in _PHRASES]
+    if over:
+        text += f"; {', '.join(over)} {'is' if len(over) == 1 else 'are'} over the passing models"
+    lines = [_LINES[h] for h in headers if h in _LINES]
+    return f"{text}. ▼ marks what the dashboard marks: {', '.join(lines)}."

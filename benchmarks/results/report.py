@@ -524,7 +524,8 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
         parts += _speed_sections(df, plot)
     summaries = hud.summarise(df)
     if summaries:
-        parts += ["## Dashboard summary", "", hud.NOTE, "", tables.render(*hud.render(summaries), tables.MARKDOWN), ""]
+        headers, rows = hud.render(summaries)
+        parts += ["## Dashboard summary", "", hud.note(headers), "", tables.render(headers, rows, tables.MARKDOWN), ""]
     failed = failures(df, logs)
     if failed:
         listing = tables.render(["name", "backend", "status", "reason", "log"], [list(f) for f in failed], tables.MARKDOWN)
