@@ -141,3 +141,27 @@ def test_every_selected_model_gets_a_row(tmp_path):
             done = subprocess.run([sys.executable, str(checks / script), "--actual", str(actual),
                                    "--expected", str(wanted)], capture_output=True, text=True)
             assert done.returncode == 0, done.stdout
+
+
+def test_a_timm_model_runs_from_pytorchs_list(tmp_path):
+    out = tmp_path / "acc.csv"
+    assert cli.main(["--suite", "timm_models", "--profile", "small", "--accuracy", "--only",
+                     "mobilenetv2_100", "--backend", "torchxla_trace_once", "--output", str(out),
+                     "--timeout", "600"]) == 0
+    (row,) = store.read_rows(out).to_dict("records")
+    assert (row["name"], row["accuracy"], row["batch_size"], row["suite"]) == (
+        "mobilenetv2_100", "pass", 1, "timm_models")
+    assert row["calls_captured"] > 0 and row["graph_breaks"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suite_name, models", [
+    ("huggingface", "BertForMaskedLM,T5Small,GPT2ForSequenceClassification,DistillGPT2"),
+    ("timm_models", "resnest14d,deit_tiny_patch16_224.fb_in1k,ghostnet_100,tf_efficientnet_b0")])
+def test_a_few_models_of_each_suite_pass_with_ours_and_openxla_eval(tmp_path, suite_name, models):
+    out = tmp_path / "acc.csv"
+    assert cli.main(["--suite", suite_name, "--profile", "small", "--accuracy", "--only", models,
+                     "--backend", "torchxla_trace_once,openxla_eval", "--output", str(out),
+                     "--timeout", "900"]) == 0
+    rows = store.read_rows(out)
+    assert len(rows) == 8 and set(rows["accuracy"]) == {"pass"}, rows[["name", "backend", "error"]]
