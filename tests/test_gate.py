@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from benchmarks import nightly
-from benchmarks.nightly import gate, history
+from benchmarks.nightly import gate
 from benchmarks.nightly.night import NIGHT_FILE, Night, shard_meta_path, write_json, write_state
 from benchmarks.nightly.shard import NIGHT_FLAGS, planned_models
 from benchmarks.judge import verdict as v
