@@ -55,3 +55,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert inject.main(["--factor", "1.1", str(tmp_path)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and "at least 1" in err[0] and "exists" in err[1]
+
+
+def test_a_share_of_processes_is_drawn_once_per_process(tmp_path):
+    target = inject.make(tmp_path / "half", 1.1, repo=_repo(tmp_path), share=0.5)
+    drawn = []
+    for index in range(40):
+        spec = importlib.util.spec_from_file_location(f"half_{index}", target)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        drawn.append(module._SLOWED)
+    assert 5 < sum(drawn) < 35  # a random half: outside 6..34 has chance about 1e-6
+
+
+def test_a_share_outside_zero_to_one_is_bad_input(tmp_path, capsys):
+    assert inject.main(["--factor", "1.1", "--share", "0", str(tmp_path / "x")]) == 2
+    assert "--share must be in (0, 1]" in capsys.readouterr().err
