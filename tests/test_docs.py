@@ -59,42 +59,6 @@ NOT_RUN = {
     "python runner.py bisect <baseline night's commit> <tonight's commit> --only resnet18 --backend "
     "torchxla_trace_once --suite builtin --repeat 8 --metric first-call":
         "the notify job's issue shows it with two real commits; tests/test_notify.py checks the command",
-    "make bench-power POWER_NIGHTS=20":
-        "twenty nights of real measurements on a quiet machine (hours); tests/test_power.py checks "
-        "the tool on synthetic nights",
-    "python -m benchmarks.tools.power --nights 20 --root results/power --resample 1000":
-        "twenty nights of real measurements on a quiet machine (hours); tests/test_power.py checks "
-        "the tool on synthetic nights",
-    "python -m benchmarks.tools.power --judge-only --nights 6 --root results/power --resample 1000":
-        "judges nights measured beforehand under results/power; tests/test_power.py judges and "
-        "resamples synthetic nights through the same CLI",
-    "python -m benchmarks.tools.power --judge-only --nights 17 --root results/power --resample 1000 "
-    "--exclude 2000-01-07,2000-01-13":
-        "judges nights measured beforehand under results/power; tests/test_power.py judges synthetic "
-        "nights with --exclude through the same CLI",
-    "python -m benchmarks.tools.power --judge-only --nights 21 --root results/power --resample 1000 "
-    "--exclude 2000-01-07,2000-01-13":
-        "judges nights measured beforehand under results/power; tests/test_power.py judges synthetic "
-        "nights with --exclude through the same CLI",
-    "python -m benchmarks.tools.power --judge-only --nights 11 --root docs/data/power-nights --resample 1000 "
-    "--exclude 2000-01-07 --exclude-loaded 0.1":
-        "judges the eleven nights kept in the repository (four minutes); tests/test_power.py judges "
-        "synthetic nights with --exclude-loaded through the same CLI",
-    "python -m benchmarks.tools.power --judge-only --nights 14 --root docs/data/power-nights --exclude 2000-01-07 "
-    "--resample 0":
-        "judges the fourteen nights kept in the repository (two minutes); tests/test_power.py judges "
-        "synthetic nights with --exclude through the same CLI",
-    "python -m benchmarks.tools.power --judge-only --nights 29 --root docs/data/power-nights --exclude "
-    + ",".join(f"2000-01-{n:02d}" for n in range(1, 15)) + " --resample 0":
-        "judges the fifteen nights on one CPU kept in the repository (four minutes); tests/test_power.py "
-        "judges synthetic nights with --exclude through the same CLI",
-    "python -m benchmarks.tools.power --judge-only --nights 34 --root docs/data/power-nights --exclude "
-    + ",".join(f"2000-01-{n:02d}" for n in range(1, 15)) + " --resample 0":
-        "judges the twenty nights on one CPU kept in the repository (five minutes); tests/test_power.py "
-        "judges synthetic nights with --exclude through the same CLI",
-    "python -m benchmarks.tools.cold_starts --ours aot_torchxla_trace_once step.csv":
-        "reads the CSV of the half-hour run shown above it; tests/test_cold_starts_tool.py runs the "
-        "tool on hand-made rows, --ours included",
     "deploy/slurm/submit.sh --shards 4":
         "needs a Slurm cluster; tests/test_slurm.py runs it on a fake sbatch",
     "deploy/slurm/submit.sh --date 2026-01-02 --array 2":

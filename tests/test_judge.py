@@ -21,7 +21,7 @@ from benchmarks.results import store
 from benchmarks.usage import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
-NIGHTS = ROOT / "docs" / "data" / "power-nights"
+NIGHTS = ROOT / "studies" / "data" / "power-nights"
 CPU = "test CPU, 2 CPUs"
 POLICY = v.Policy(alpha=0.05, window=20, min_nights=10, max_age_days=60, loaded_cores=0.1, min_judged=0.5,
                   metrics={"speedup": v.MetricPolicy(0.03, 0.20)})

@@ -10,7 +10,7 @@ import pytest
 from benchmarks.judge import verdict as v
 from benchmarks.tools import power
 
-NIGHTS = Path(__file__).resolve().parents[1] / "docs" / "data" / "power-nights"
+NIGHTS = Path(__file__).resolve().parents[1] / "studies" / "data" / "power-nights"
 POLICY = replace(v.Policy.load(), window=6, min_nights=5, metrics={"speedup": v.MetricPolicy(0.03, 0.2)})
 
 

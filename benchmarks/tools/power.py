@@ -1,7 +1,7 @@
 """The gate's power and false alarms, by replaying the judge itself
 (``benchmarks.judge.judge``) over nights: stored ones, or simulated ones.
 
-    python -m benchmarks.tools.power stored --root docs/data/power-nights [--first 2000-01-15]
+    python -m benchmarks.tools.power stored --root studies/data/power-nights [--first 2000-01-15]
     python -m benchmarks.tools.power simulate [--rows 92] [--nights 400] [--seed 0]
 
 ``stored``: every night of ROOT from ``--first`` on, judged in date order
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = p.add_subparsers(dest="what", required=True)
     for name in ("stored", "simulate", "verdicts"):
         s = sub.add_parser(name)
-        s.add_argument("--root", type=Path, default=Path("docs/data/power-nights"))
+        s.add_argument("--root", type=Path, default=Path("studies/data/power-nights"))
         s.add_argument("--first", default="2000-01-15", help="the first night used (default: the one-CPU nights)")
         s.add_argument("--gate-config")
     sub.choices["simulate"].add_argument("--rows", type=int, default=92)
