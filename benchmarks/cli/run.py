@@ -37,6 +37,22 @@ def run_command(args: argparse.Namespace) -> int:
         text, code = _plan(config, settings, overwrite=args.overwrite)
         print(text)
         return code
+    from benchmarks.run.output_lock import OutputLock, OutputLocked
+
+    try:  # before anything of the output is touched: a run on it now owns it
+        lock = OutputLock.take(config.csv_path)
+    except OutputLocked as err:
+        raise UsageError(str(err)) from None
+    try:
+        if lock.stale_note():
+            print(f"{PROG}: {lock.stale_note()}", file=sys.stderr)
+        return _run_locked(args, config)
+    finally:
+        lock.release()
+
+
+def _run_locked(args: argparse.Namespace, config: RunConfig) -> int:
+    """The run, its report and files, once the output's lock is held."""
     from benchmarks.run import orchestrate
     from benchmarks.results import report, store
 
@@ -199,6 +215,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
     )
     output = Path(args.output) if args.output else Path(args.output_directory, config.experiment.file_name())
+    _check_not_locked(output)  # first: "an earlier run's" would be wrong while that run goes on
     try:
         _check_run_output(output, resume=args.resume, overwrite=args.overwrite, measure=config.measure,
                           repeat=config.repeat)  # removes nothing yet
@@ -214,6 +231,15 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         output=str(output),
         profiler_trace_dir=folders["--export-profiler-trace"], hlo_dir=folders["--dump-hlo"],
         compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None)
+
+
+def _check_not_locked(output: Path) -> None:
+    from benchmarks.run.output_lock import OutputLocked, check_free
+
+    try:
+        check_free(output)
+    except OutputLocked as err:
+        raise UsageError(str(err)) from None
 
 
 def repeats_and_processes(args: argparse.Namespace) -> tuple[int, int]:
