@@ -424,3 +424,16 @@ def test_version_names_the_harness_and_what_it_measures_with(capsys):
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "xla-dynamo-bench" in out, out
     assert "torch 2.9.0" in out and "torch_xla 2.9.0" in out, out
+
+
+def test_exclude_applies_beside_only():
+    assert selected("--only", "resnet18,alexnet", "-x", "resnet") == ["alexnet"]
+    assert selected("--only", "resnet18,alexnet", "--exclude-exact", "alexnet") == ["resnet18"]
+    with pytest.raises(cli.UsageError, match="nothing left to run: .* every model --only names \\(resnet18\\)"):
+        selected("--only", "resnet18", "-x", "resnet18")
+
+
+def test_partition_id_needs_total_partitions():
+    with pytest.raises(cli.UsageError, match="--partition-id needs --total-partitions N"):
+        config("--partition-id", "0")
+    assert config("--total-partitions", "1", "--partition-id", "0").models == config().models

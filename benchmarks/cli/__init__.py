@@ -1,5 +1,5 @@
 """The command line: ``python runner.py [flags]`` runs benchmarks; ``compare``,
-``merge``, ``dashboard``, ``bisect`` and ``update-expected`` are its subcommands.
+``merge``, ``dashboard``, ``bisect``, ``update-expected`` and ``explain`` are its subcommands.
 
 * ``flags``: the run command's parser, built from its argument groups;
 * ``run``: validation, selection and the run (``make_config`` -> RunConfig);
@@ -107,5 +107,11 @@ def _update_expected(argv: list[str]) -> int:
     return update_expected_main(argv)
 
 
+def _explain(argv: list[str]) -> int:
+    from benchmarks.cli.explain import explain_main
+
+    return explain_main(argv)
+
+
 SUBCOMMANDS = {"compare": compare_main, "merge": _merge, "dashboard": _dashboard, "bisect": _bisect,
-               "update-expected": _update_expected}
+               "update-expected": _update_expected, "explain": _explain}

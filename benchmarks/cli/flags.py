@@ -90,10 +90,10 @@ def _selection(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--dry-run", action="store_true",
                      help="print the plan (models x backends, batch sizes, repeats, first calls, the files "
                           "it would write) and exit with the code the run would give; creates nothing")
-    sel.add_argument("--total-partitions", type=int, default=1, metavar="N",
-                     help="split the selected models into N shards (for CI; default 1: all of them)")
+    sel.add_argument("--total-partitions", type=int, default=None, metavar="N",
+                     help="split the selected models into N shards (for CI; default: all of them, one shard)")
     sel.add_argument("--partition-id", type=int, default=None, metavar="I",
-                     help="with --total-partitions: run shard I (0-based)")
+                     help="with --total-partitions: run shard I (0-based; refused without it)")
 
 
 def _measurement(p: argparse.ArgumentParser) -> None:

@@ -330,10 +330,10 @@ def _check_numbers(args) -> None:
                          "in this one, with no timeout: pick one")
     if args.output is not None and not args.output.strip():
         raise UsageError("--output needs a file name (leave it out for the default under --output-directory)")
-    if args.total_partitions < 1:
+    if args.total_partitions is not None and args.total_partitions < 1:
         raise UsageError(f"--total-partitions must be at least 1, got {args.total_partitions}")
     if args.partition_id is not None:
-        if args.total_partitions == 1 and args.partition_id != 0:
+        if args.total_partitions is None:  # a shard of how many? Guessing one runs them all
             raise UsageError("--partition-id needs --total-partitions N (the number of shards)")
         if not 0 <= args.partition_id < args.total_partitions:
             raise UsageError(f"--partition-id must be in [0, {args.total_partitions - 1}], "
@@ -451,10 +451,16 @@ def _check_resumable(csv_path: Path, measure: str, repeat: int | None = None) ->
     if header != store.CSV_COLUMNS and store.older_header(csv_path) is None:
         raise UsageError(f"cannot --resume {csv_path}: its columns are not the ones this harness "
                          "writes, nor an earlier version's; pass a new --output, or --overwrite")
+    found = store.damage(csv_path)
+    worst = store.unreadable(found)
+    if worst is not None:  # a cell that is no number, a row of the wrong length: the same report as every command's
+        raise UsageError(f"cannot --resume {csv_path}: {worst.describe()}")
+    for damage in found:  # a cut last line: the run cuts it off and runs what it lost again
+        print(f"{PROG}: note: {damage.describe()}; --resume goes on from the whole rows", file=sys.stderr)
     try:
         rows = store.read_cells(csv_path)
         store.read_rows(csv_path)  # as resuming reads it: typed
-    except ValueError as err:  # a cell that is no number, a row of the wrong length
+    except ValueError as err:  # a column this harness does not know
         raise UsageError(f"cannot --resume {csv_path}: {str(err).strip().splitlines()[0]}") from None
     other = _measured_otherwise(rows, measure)
     resumed = sorted({int(float(r["repeat"])) for r in rows if r.get("repeat", "").strip()})

@@ -17,6 +17,18 @@ from benchmarks.results import expected
 from benchmarks.usage import Parser, UsageError
 
 
+def _check_whole(path: Path) -> None:
+    """Only a whole run becomes the expected one: a damaged file (a cut row,
+    a garbage row, a binary file) would be accepted short of what it lost,
+    or with a torn row's fragment for a status."""
+    from benchmarks.results import store
+
+    found = store.damage(path)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise UsageError(f"{found[0].describe()}{more}; a damaged run is not accepted as expected: "
+                         "rerun it, or --resume it to complete it")
+
 
 def _parser(prog: str) -> Parser:
     p = Parser(prog=prog, description="Rewrite the expected statuses and graph breaks from a run, "
@@ -34,6 +46,7 @@ def update_expected_main(argv: list[str], prog: str = f"{PROG} update-expected")
         raise UsageError(f"{path} not found: give a night's folder or a run's CSV")
     if args.expected.exists() and not args.expected.is_dir():
         raise UsageError(f"--expected {args.expected} is not a folder")
+    _check_whole(path)
     try:
         rows = expected.run_rows(path)
         if not rows:

@@ -278,8 +278,10 @@ class Comparison:
     cpu_change: str = ""
     alternative: str = TWO_SIDED
     confirmation: Confirmation | None = None
-    # One line per file cut mid-write (``store.Cut.describe``), OLD's first.
+    # One line per damage of a file (``store.Damage.describe``), OLD's first;
+    # ``damage``: the same as data, (side, Damage), for the gate to refuse a PASS on.
     damaged: tuple[str, ...] = ()
+    damage: tuple[tuple[str, store.Damage], ...] = ()
     old_damaged: bool = False
     # OLD had no rows at all: nothing to judge NEW against (the gate fails).
     old_empty: bool = False
@@ -742,12 +744,19 @@ def compare(
         baseline=baseline,
         partial=partial,
         cpu_change=cpu_change(old_run, new_run),
-        damaged=tuple([f"OLD {c.describe()}" for c in old_cuts] + [f"NEW {c.describe()}" for c in new_cuts]),
+        damaged=tuple(f"{side} {found.describe()}" for side, found in damage_of(olds, news)),
+        damage=damage_of(olds, news),
         old_damaged=bool(old_cuts),
         old_empty=not old_run,
         units=units,
         alternative=alternative,
     )
+
+
+def damage_of(olds: Sequence, news: Sequence) -> tuple[tuple[str, store.Damage], ...]:
+    """Every damage of both sides' files (``store.damage``), OLD's first."""
+    return tuple((side, found) for side, paths in (("OLD", olds), ("NEW", news))
+                 for path in paths for found in store.damage(path))
 
 
 # The marks of a pair found in both runs with the same settings: only these
@@ -1134,6 +1143,7 @@ def render_json(comparison: Comparison) -> str:
         "partial": comparison.partial,
         "cpu_change": comparison.cpu_change,
         "damaged": list(comparison.damaged),
+        "damage": [{"side": side, **found.to_json()} for side, found in comparison.damage],
         "old_empty": comparison.old_empty,
         "confirmation": (None if comparison.confirmation is None
                          else vars(comparison.confirmation)),
