@@ -65,6 +65,7 @@ def _job(flags: Sequence[str], backends: Sequence[str], *, output: Path | None =
     if partition is not None:
         args.partition_id, args.total_partitions = partition
     args.resume, args.overwrite = args.resume or resume, args.overwrite or overwrite
+    args.judged_elsewhere = True  # a run whose rows all failed is the caller's to judge, not a status
     return args
 
 

@@ -76,27 +76,59 @@ def _run_locked(args: argparse.Namespace, config: RunConfig) -> int:
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
     _print_written(config.csv_path)
-    return 0
+    return _status(config.csv_path, judged_elsewhere=getattr(args, "judged_elsewhere", False))
+
+
+EXIT_NOTHING_PASSED = 1  # every row failed: a script must not read the run as a success
+
+
+def _status(csv_path: Path, judged_elsewhere: bool) -> int:
+    """0, or ``EXIT_NOTHING_PASSED`` (with a line saying so) when the run
+    has rows and none passed; a caller that judges the failed rows itself
+    (the nightly: expected failures, re-runs) gets 0."""
+    from benchmarks.results import store
+
+    df = store.read_rows(csv_path)
+    if judged_elsewhere or df.empty or any(store.passed(row) for row in df.to_dict("records")):
+        return 0
+    print(f"{PROG}: every row of {csv_path} failed ({len(df)} row(s)): exit status {EXIT_NOTHING_PASSED}",
+          file=sys.stderr)
+    return EXIT_NOTHING_PASSED
 
 
 def _stopped(output, stop: BaseException) -> int:
     """A run stopped before its end: the rows kept so far get their report,
     as a finished run's do, and one line says what was kept where; the exit
     status of an interrupt (130, or 143 for SIGTERM), or the error again."""
-    from benchmarks.results import report
+    from benchmarks.results import report, store
     from benchmarks.run import signals
 
+    reported = False
     try:
-        if output.writing.exists():
-            report.finish(output.writing)
+        if not _has_rows(output.writing):
+            # Nothing measured: no header-only CSV, empty report or chart
+            # stays to stand for a run, or to block a plain rerun.
+            store.clear_outputs(output.writing)
+        else:
+            print(report.finish(output.writing))
+            reported = True
             _print_written(output.writing)
-    except KeyboardInterrupt:  # a second Ctrl-C: no report, the line still comes
+    except KeyboardInterrupt:  # a second Ctrl-C: no report, the line still comes and says so
         pass
     finally:
-        print(f"{PROG}: {output.stopped(signals.describe(stop))}", file=sys.stderr)
+        print(f"{PROG}: {output.stopped(signals.describe(stop), reported=reported)}", file=sys.stderr)
     if isinstance(stop, KeyboardInterrupt):
         return signals.exit_status(stop)
     raise stop
+
+
+def _has_rows(csv_path: Path) -> bool:
+    from benchmarks.results import store
+
+    try:
+        return csv_path.exists() and not store.read_rows(csv_path).empty
+    except (OSError, ValueError):  # damaged: kept as it is, for a reader to see
+        return True
 
 
 def _print_written(csv_path: Path) -> None:

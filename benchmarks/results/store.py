@@ -129,6 +129,8 @@ def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None)
         raise OutputError(f"output {csv_path} is not writable")
     if resume is None:
         kept = [p for p in files_beside(csv_path) if p.exists()]
+    elif _started_only(csv_path):  # a run killed before any row left only its files' headers: nothing to lose
+        kept = []
         hint = "pass --overwrite to replace it"
     else:
         kept = [csv_path] if csv_path.exists() and csv_path.stat().st_size > 0 else []
@@ -141,6 +143,19 @@ def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None)
         raise OutputError(f"{folder} is a folder, where the run writes a file")
     if kept and not (overwrite or resume):
         raise OutputExists(f"{kept[0]} exists ({hint})" if resume is not None else f"{kept[0]} exists; {hint}")
+
+
+def _started_only(csv_path: Path) -> bool:
+    """Whether the run at ``csv_path`` left nothing but the files a run
+    starts (a header-only CSV and graph-break CSV, an empty samples file):
+    a run killed before its first row."""
+    def header_at_most(path: Path) -> bool:
+        return not path.exists() or (path.stat().st_size < 65536 and path.read_bytes().count(b"\n") <= 1)
+
+    report = [markdown_path(csv_path), plot_path(csv_path)]
+    return (csv_path.exists() and header_at_most(csv_path) and header_at_most(graph_breaks_path(csv_path))
+            and (not samples_path(csv_path).exists() or samples_path(csv_path).stat().st_size == 0)
+            and not any(p.exists() for p in report) and not logs_path(csv_path).exists())
 
 
 def _check_writable(folder: Path, existing: Path) -> None:
