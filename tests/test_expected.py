@@ -140,7 +140,7 @@ def test_update_expected_writes_the_files_from_a_night_and_prints_its_diff(tmp_p
     (lambda tmp: _write(tmp / "x.csv", "name,backend\na,b\n"), "no status column"),
     (lambda tmp: _write(tmp / "x.csv", "name,backend,status\n"), "no rows"),
     (lambda tmp: _write(tmp / "x.csv", "name,backend,status,graph_breaks\na,b,pass,two\n"),
-     "graph_breaks must be a whole number"),
+     "x.csv:2: graph_breaks is 'two', not a number"),
 ])
 def test_update_expected_refuses_bad_input_in_one_line(tmp_path, capsys, make, message):
     assert main(["update-expected", str(make(tmp_path)), "--expected", str(tmp_path / "e")]) == 2

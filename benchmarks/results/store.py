@@ -149,11 +149,15 @@ def _started_only(csv_path: Path) -> bool:
     """Whether the run at ``csv_path`` left nothing but the files a run
     starts (a header-only CSV and graph-break CSV, an empty samples file):
     a run killed before its first row."""
-    def header_at_most(path: Path) -> bool:
-        return not path.exists() or (path.stat().st_size < 65536 and path.read_bytes().count(b"\n") <= 1)
+    def header_at_most(path: Path, columns: list[str]) -> bool:  # this harness's header, or less of it
+        if not path.exists():
+            return True
+        data = path.read_bytes()
+        return len(data) < 65536 and csv_line(columns).encode("utf-8").startswith(data)
 
     report = [markdown_path(csv_path), plot_path(csv_path)]
-    return (csv_path.exists() and header_at_most(csv_path) and header_at_most(graph_breaks_path(csv_path))
+    return (csv_path.exists() and header_at_most(csv_path, CSV_COLUMNS)
+            and header_at_most(graph_breaks_path(csv_path), GRAPH_BREAK_COLUMNS)
             and (not samples_path(csv_path).exists() or samples_path(csv_path).stat().st_size == 0)
             and not any(p.exists() for p in report) and not logs_path(csv_path).exists())
 
@@ -419,7 +423,7 @@ def _bad_cell(row: Mapping[str, str]) -> str | None:
     return None
 
 
-def _csv_damage(path: Path) -> list[Damage]:
+def _csv_damage(path: Path, required: bool = True) -> list[Damage]:
     """The damage of a results CSV (``damage``)."""
     if not path.exists():
         return [Damage(path, None, "no such file")]
@@ -430,17 +434,17 @@ def _csv_damage(path: Path) -> list[Damage]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         return [Damage(path, None, _not_text(err))]
-    return _csv_text_damage(path, text)
+    return _csv_text_damage(path, text, required)
 
 
-def _csv_text_damage(path: Path, text: str) -> list[Damage]:
+def _csv_text_damage(path: Path, text: str, required: bool = True) -> list[Damage]:
     lines = text.split("\n")
     torn = lines.pop()  # "" when the file ends with a newline
     header = next(csv.reader([lines[0]]), []) if lines else []
     if not lines:
         return [Damage(path, 1, "cut mid-header: its header, so every row, lost")]
     missing = [c.name for c in COLUMNS if c.required and c.name not in header]
-    if missing:
+    if missing and required:
         return [Damage(path, 1, f"not a results CSV: missing required columns {', '.join(missing[:4])}"
                                 f"{' ...' if len(missing) > 4 else ''}: every row lost")]
     found = []
@@ -501,13 +505,15 @@ def _graph_break_damage(path: Path) -> list[Damage]:
     return []
 
 
-def damage(csv_path: str | os.PathLike) -> list[Damage]:
+def damage(csv_path: str | os.PathLike, required: bool = True) -> list[Damage]:
     """Everything wrong with the files of the run at ``csv_path`` (its CSV,
     samples and graph breaks), each with its file, line and what it lost;
     ``[]`` for a whole run. The one report of damage every command shows
-    (compare, --resume, merge, update-expected, dashboard, explain)."""
+    (compare, --resume, merge, update-expected, dashboard, explain).
+    ``required``: whether a CSV without a results CSV's required columns
+    is damaged (``update-expected`` also reads a bare name,backend,status file)."""
     path = Path(csv_path)
-    return [*_csv_damage(path), *_jsonl_damage(samples_path(path)), *_graph_break_damage(graph_breaks_path(path))]
+    return [*_csv_damage(path, required), *_jsonl_damage(samples_path(path)), *_graph_break_damage(graph_breaks_path(path))]
 
 
 def unreadable(found: Iterable[Damage]) -> Damage | None:
