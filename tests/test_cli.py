@@ -437,3 +437,15 @@ def test_partition_id_needs_total_partitions():
     with pytest.raises(cli.UsageError, match="--partition-id needs --total-partitions N"):
         config("--partition-id", "0")
     assert config("--total-partitions", "1", "--partition-id", "0").models == config().models
+
+
+def test_a_mistyped_subcommand_is_refused_with_the_name_meant(capsys):
+    assert cli.main(["comapre", "a.csv", "b.csv"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("runner.py: error: unknown subcommand 'comapre'; did you mean 'compare'?")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_help_lists_every_subcommand():
+    epilog = cli.build_parser().epilog
+    assert all(f"runner.py {name}" in epilog for name in cli.SUBCOMMANDS)

@@ -39,7 +39,20 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         name, rest = argv[0], argv[1:]
         return guarded(f"{PROG} {name}", lambda: SUBCOMMANDS[name](rest))
-    return _run(lambda: build_parser().parse_args(argv))
+    return _run(lambda: build_parser().parse_args(_no_mistyped_subcommand(argv)))
+
+
+def _no_mistyped_subcommand(argv: list[str]) -> list[str]:
+    """``argv``; a first word close to a subcommand's name (``comapre``)
+    is refused with the name meant, before argparse calls it an unknown argument."""
+    import difflib
+
+    if argv and not argv[0].startswith("-"):
+        close = difflib.get_close_matches(argv[0], list(SUBCOMMANDS), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(f"unknown subcommand {argv[0]!r}; {hint}subcommands: {', '.join(SUBCOMMANDS)} "
+                         f"(a run takes flags only: {PROG} --help)")
+    return argv
 
 
 def _run(make_args) -> int:

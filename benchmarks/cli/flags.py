@@ -39,7 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog=PROG, description="Benchmark torch._dynamo backends on TorchBench-named models.",
                 epilog="Subcommands: `runner.py compare OLD.csv NEW.csv`, "
                        "`runner.py merge OUT.csv IN.csv...`, "
-                       "`runner.py dashboard ROOT -o SITE`; each takes --help.")
+                       "`runner.py dashboard ROOT -o SITE`, "
+                       "`runner.py bisect GOOD BAD [flags]`, "
+                       "`runner.py update-expected NIGHT_OR_CSV [--check]`, "
+                       "`runner.py explain RUN.csv`; each takes --help.")
     for add_group in (_experiment, _selection, _measurement, _diagnostics, _first_calls, _running,
                       _output, _pytorch_names):
         add_group(p)
