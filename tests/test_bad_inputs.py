@@ -182,3 +182,54 @@ def test_the_table_covers_every_subcommand():
     covered = {argv[0] for command, argv, _ in CASES.values() if command == "runner" and argv[0] in cli.SUBCOMMANDS}
     assert covered == set(cli.SUBCOMMANDS)
     assert len(CASES) >= 40
+
+
+# --------------------------------------------------------------------------
+# Damage readers can read past: every command says it the same way
+
+
+def _cut_run(d: Path) -> tuple[Path, str]:
+    """A run whose CSV a kill cut mid-row, and the line every command gives it."""
+    _files(d)
+    cut = d / "night" / "2026-01-01" / "performance.csv"
+    cut.parent.mkdir(parents=True)
+    cut.write_text((d / "good.csv").read_text()[:-25])
+    store.samples_path(cut).write_text(store.samples_path(d / "good.csv").read_text())
+    [damage] = store.damage(cut)
+    return cut, damage.describe()
+
+
+def test_a_cut_row_is_reported_alike_by_every_command(tmp_path, capsys):
+    cut, line = _cut_run(tmp_path)
+    assert line == f"{cut}:3: cut mid-row: the row of alexnet / eager lost"
+    said = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        for name, argv in {
+            "compare": ["compare", str(tmp_path / "good.csv"), str(cut)],
+            "merge": ["merge", str(tmp_path / "merged.csv"), str(cut)],
+            "explain": ["explain", str(cut)],
+            "update-expected": ["update-expected", str(cut), "--expected", str(tmp_path / "exp")],
+            "dashboard": ["dashboard", str(cut.parent.parent), "-o", str(tmp_path / "site")],
+            "resume": ["--only", "resnet18", "--resume", "--dry-run", "--output", str(cut)],
+        }.items():
+            code = cli.main(argv)
+            out, err = capsys.readouterr()
+            said[name] = (code, out + err)
+    assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []
+    for name, (code, text) in said.items():
+        assert line in text, (name, text)
+        assert "Traceback" not in text and "RuntimeWarning" not in text, (name, text)
+    assert said["update-expected"][0] == 2  # a damaged run is never the expected one
+    assert not (tmp_path / "exp").exists()
+
+
+def test_an_empty_file_gets_the_same_note_on_either_side_of_compare(tmp_path, capsys):
+    _files(tmp_path)
+    good, empty = tmp_path / "good.csv", tmp_path / "empty.csv"
+    cli.main(["compare", str(empty), str(good)])
+    as_old = capsys.readouterr().out
+    cli.main(["compare", str(good), str(empty)])
+    as_new = capsys.readouterr().out
+    assert f"DAMAGED: OLD {empty}: EMPTY (0 bytes): no header and no rows" in as_old
+    assert f"DAMAGED: NEW {empty}: EMPTY (0 bytes): no header and no rows" in as_new
