@@ -129,9 +129,9 @@ def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None)
         raise OutputError(f"output {csv_path} is not writable")
     if resume is None:
         kept = [p for p in files_beside(csv_path) if p.exists()]
-    elif _started_only(csv_path):  # a run killed before any row left only its files' headers: nothing to lose
-        kept = []
         hint = "pass --overwrite to replace it"
+    elif _started_only(csv_path):  # a run killed before any row left only its files' headers: nothing to lose
+        kept, hint = [], ""
     else:
         kept = [csv_path] if csv_path.exists() and csv_path.stat().st_size > 0 else []
         if not resume:  # a new run writes every file beside the CSV
