@@ -44,6 +44,10 @@ SHARD_META = re.compile(r"^shard-(\d+)\.json$")
 # night.  A night recorded without a kind ran before kinds were: scheduled.
 SCHEDULED, AD_HOC = "scheduled", "ad-hoc"
 KINDS = (SCHEDULED, AD_HOC)
+# The gate's states (benchmarks.judge.verdict), and the row marks that flag.
+PASS, SUSPECTED, UNJUDGED, FAIL = "pass", "suspected", "unjudged", "fail"
+STATES = (PASS, SUSPECTED, UNJUDGED, FAIL)
+FLAGGED = (FAIL, SUSPECTED)
 # What a night keeps on the results branch (shard files and worker logs go to
 # the run's artifacts only).
 PUBLISHED = (RESULT, "performance.jsonl", REPORT, "performance.png", "performance_graph_breaks.csv",
@@ -200,18 +204,33 @@ class Night:
         return self.kind == AD_HOC
 
     @property
+    def state(self) -> str | None:
+        """The gate's state (``pass``, ``suspected``, ``unjudged``, ``fail``;
+        None: not judged), read from ``compare.json``'s fields; a verdict of
+        the old format by its exit code."""
+        return gate_state(self.gate)
+
+    @property
     def verdict(self) -> str | None:
-        value = self.gate.get("verdict")
-        return None if value is None else str(value)
+        """The state and its reasons, for display (never parsed)."""
+        state = self.state
+        if state is None:
+            return None
+        reasons = self.gate.get("reasons")
+        if isinstance(reasons, list) and reasons:
+            return f"{state.upper()} ({'; '.join(map(str, reasons))})"
+        old = self.gate.get("verdict")
+        return old if isinstance(old, str) else state.upper()
 
     @property
     def not_judged(self) -> str:
         """Why the night has no verdict, when its gate did not finish (``""``: it did)."""
-        return "" if self.verdict else str(self.meta.get("not_judged") or "")
+        return "" if self.state else str(self.meta.get("not_judged") or "")
 
     @property
     def gate_failed(self) -> bool:
-        return bool(self.verdict) and self.verdict.startswith("FAIL")
+        """The gate judged the night and it is not green (anything but ``pass``)."""
+        return self.state not in (None, PASS)
 
     @property
     def run_url(self) -> str | None:
@@ -220,6 +239,28 @@ class Night:
     @property
     def repository_url(self) -> str | None:
         return _url(self.meta.get("repository_url"))
+
+
+def gate_state(gate: Mapping[str, Any]) -> str | None:
+    """``compare.json``'s state; for a verdict of the old format (no state)
+    its exit code: 0 pass, 1 fail; None when the night was not judged."""
+    state = gate.get("state")
+    if state in STATES:
+        return state
+    return {0: PASS, 1: FAIL}.get(gate.get("exit_code")) if "verdict" in gate else None
+
+
+def flagged_rows(gate: Mapping[str, Any]) -> list[dict]:
+    """``{metric, name, backend, mark, rule, change, p_value, note}`` of
+    each row the gate flagged (failed or suspected), from its fields."""
+    found = []
+    for row in gate.get("rows") or ():
+        if isinstance(row, dict) and row.get("mark") in FLAGGED and isinstance(row.get("key"), dict):
+            found.append({"metric": row.get("metric"), "name": row["key"].get("name"),
+                          "backend": row["key"].get("backend"), "mark": row["mark"], "rule": row.get("rule"),
+                          "change": row.get("change"), "p_value": row.get("p_value"),
+                          "note": row.get("note") or ""})
+    return found
 
 
 def night_folders(root: Path, before: str | None = None) -> list[Path]:
