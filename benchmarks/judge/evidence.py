@@ -13,7 +13,8 @@ against the values the same row had on earlier nights (``benchmarks.judge.rules`
 Every exclusion is made here, once, and recorded with its reason:
 
 * a process timed while other processes kept more than ``loaded_cores``
-  cores busy (``RowNight.left_out``);
+  cores busy (``RowNight.left_out``; ``benchmarks.results.load.is_loaded``,
+  the rule the run's own notes and compare apply);
 * an earlier night that is partial, ad hoc, unreadable or older than
   ``max_age_days`` (``History.passed_over``);
 * an earlier night of a row that ran on another CPU, failed, had no quiet
@@ -32,6 +33,7 @@ import numpy as np
 
 from benchmarks.nightly import history as nights
 from benchmarks.nightly.night import Night, night_folders
+from benchmarks.results import load as load_rule
 from benchmarks.results import pairing, policies, store
 
 METRICS = ("speedup", "first_call", "host_memory", "device_memory")
@@ -82,7 +84,7 @@ def units_of(side: pairing.Side, loaded_cores: float) -> tuple[tuple[float, ...]
         logs = _log_ratios(side.backend_s[start:start + n], side.baseline_s[start:start + n])
         start += n
         load = loads[index] if loads else NAN
-        if store.is_finite(load) and load > loaded_cores:
+        if load_rule.is_loaded(load, loaded_cores):
             left.append(f"process {index}: loaded ({load:.2f} other cores > {loaded_cores:g})")
         elif logs:
             kept.append(float(np.median(logs)))
