@@ -15,8 +15,11 @@ Every exclusion is made here, once, and recorded with its reason:
 * a process timed while other processes kept more than ``loaded_cores``
   cores busy (``RowNight.left_out``; ``benchmarks.results.load.is_loaded``,
   the rule the run's own notes and compare apply);
-* an earlier night that is partial, ad hoc, unreadable or older than
-  ``max_age_days`` (``History.passed_over``);
+* an earlier night that is partial, ad hoc, unreadable, damaged (any
+  damage ``store.damage`` finds in its files: a cut samples line, a torn CSV
+  row) or older than ``max_age_days`` (``History.passed_over``);
+* tonight's damage is kept on its ``NightRows.damage`` (file, line, what is
+  lost): a damaged night is at best unjudged (``verdict.night_state``);
 * an earlier night of a row that ran on another CPU, failed, had no quiet
   process, or was flagged by its own gate (``History.values`` leaves it out
   and says so in ``History.left_out``).
@@ -109,11 +112,22 @@ class NightRows:
     date: str
     rows: Mapping[str, Mapping[store.ExperimentKey, RowNight]]
     flagged: Mapping[tuple[str, store.ExperimentKey], str] = field(default_factory=dict)
+    damage: tuple[str, ...] = ()  # each damage of the night's files, described (store.Damage)
 
 
 def read_night(night: Night, loaded_cores: float, metrics: Sequence[str] = METRICS) -> NightRows:
-    return NightRows(night.date, {m: read_rows(night.csv, m, loaded_cores) for m in metrics},
-                     flagged_rows(night.gate))
+    """The night's rows, read through the one damaged-file reader: damage
+    readers read past (a cut last line) leaves the whole rows, any other
+    leaves none; either way the night carries its damage."""
+    found = store.damage(night.csv)
+    rows = {} if store.unreadable(found) else {m: read_rows(night.csv, m, loaded_cores) for m in metrics}
+    return NightRows(night.date, rows, flagged_rows(night.gate), tuple(d.describe() for d in found))
+
+
+def damaged(found: Sequence[str]) -> str:
+    """A night's damage in one phrase (the first, and how many more)."""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"damaged: {found[0]}{more}"
 
 
 def key_json(key: store.ExperimentKey) -> dict:
@@ -188,6 +202,10 @@ def read_history(root: Path, date: str, loaded_cores: float, max_age_days: int, 
             passed.append(f"{folder.name} ({why})")
             continue
         try:
+            found = store.damage(night.csv)
+            if found:  # a night short of what its files lost is no history
+                passed.append(f"{folder.name} ({damaged([d.describe() for d in found])})")
+                continue
             kept.append(read_night(night, loaded_cores, metrics))
         except (OSError, ValueError, UnicodeDecodeError) as err:
             passed.append(f"{folder.name} (unreadable: {(str(err).splitlines() or [type(err).__name__])[0]})")
