@@ -177,10 +177,10 @@ def _first_calls(p: argparse.ArgumentParser) -> None:
                         "compilation_kind in_process; default: a fresh process, --cold-start-latency)")
     cold.add_argument("--cold-start-latency", dest="cold_start", action="store_true",
                    help="time each contender's first call in a fresh process (the default here)")
-    f.add_argument("--cold-start-repeat", type=int, default=DEFAULT_COLD_START_REPEAT, metavar="N",
+    f.add_argument("--cold-start-repeat", type=int, default=None, metavar="N",
                    help="fresh processes per contender for its cold first call, the contenders taking "
                         "turns; the row reports their median and range "
-                        f"(default {DEFAULT_COLD_START_REPEAT})")
+                        f"(default {DEFAULT_COLD_START_REPEAT}; refused beside --no-cold-start)")
     f.add_argument("--warm-start", "--warm-start-latency", action="store_true",
                    help="also time each backend's first call with its executable already cached "
                         "(warm_start_latency)")

@@ -18,7 +18,7 @@ from pathlib import Path
 from benchmarks.run.affinity import parse_cpus
 from benchmarks.run.config import PYTORCH_SUITES, TORCH_XLA_BACKENDS, RunConfig
 from benchmarks.usage import UsageError
-from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT,
+from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_COLD_START_REPEAT, DEFAULT_MIN_REPEAT,
                     DEFAULT_PROCESS_REPEAT, DEFAULT_PROCESSES, DEFAULT_REPEAT,
                     DEFAULT_TARGET_CI, DEFAULT_TIMEOUT, DEFAULT_TRAINING_BACKENDS, FOR_TRAINING, DEVICES, PROFILER_TRACE_FOLDER, PROG)
 from benchmarks.cli.selection import select_models, use_torchbench_dir
@@ -197,6 +197,9 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
              if config.cold_start else "first calls timed in the measuring process")
     measuring = (f"{repeats} after {config.warmup} warm-up call(s), in {config.processes} worker "
                  f"process(es) per model; {first}; timeout {config.timeout:g} s per model")
+    if config.measure == "accuracy":  # nothing is timed: each contender's outputs are checked
+        measuring = (f"outputs compared with the {config.baseline} baseline's on the same inputs "
+                     f"(tolerance from configs/); timeout {config.timeout:g} s per model")
     return (f"{config.measure}: {config.experiment.caption()}: "
             f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n{measuring}\n\n{table}\n\n"
             f"would write (logs only for failed workers; nothing is created by --dry-run):\n{outputs}"), code
@@ -241,7 +244,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         isolate=args.isolate, resume=args.resume,
         precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
         batch_sizes=parse_batch_sizes(args.batch_sizes),
-        cold_start=args.cold_start, cold_start_repeat=args.cold_start_repeat, warm_start=args.warm_start,
+        cold_start=args.cold_start, cold_start_repeat=_cold_start_repeat(args), warm_start=args.warm_start,
         max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
         cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
@@ -334,13 +337,23 @@ def _output_folder(path: str | None, flag: str, create: bool = True) -> str | No
     return str(folder)
 
 
+def _cold_start_repeat(args) -> int:
+    """``--cold-start-repeat``, its default when not given (None: not given,
+    so that beside ``--no-cold-start`` it can be refused)."""
+    return DEFAULT_COLD_START_REPEAT if args.cold_start_repeat is None else args.cold_start_repeat
+
+
 def _check_numbers(args) -> None:
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.repeat is not None and args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
-    if args.cold_start_repeat < 1:
-        raise UsageError(f"--cold-start-repeat must be at least 1, got {args.cold_start_repeat}")
+    if args.cold_start_repeat is not None:
+        if args.cold_start_repeat < 1:
+            raise UsageError(f"--cold-start-repeat must be at least 1, got {args.cold_start_repeat}")
+        if not args.cold_start:
+            raise UsageError("--cold-start-repeat times the first call in fresh processes; --no-cold-start "
+                             "times it in the measuring process: give one of them")
     _check_adaptive(args)
     if args.processes is not None:
         if args.processes < 1:
