@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import cli
 from benchmarks.run import orchestrate
-from benchmarks.results import pytorch_files, store
+from benchmarks.results import store
 from conftest import TINY_CONFIGS, write_earlier_run
 
 
@@ -185,9 +185,8 @@ def test_overwrite_replaces_the_earlier_files_when_the_run_ends(tmp_path, fast, 
     assert "earlier" not in store.markdown_path(out_csv).read_text() + console
     assert store.plot_path(out_csv).read_bytes().startswith(b"\x89PNG\r\n")  # drawn anew
     assert not store.logs_path(out_csv).exists()  # the earlier run's logs went with it
-    pytorch = [pytorch_files.compilation_metrics_path(out_csv), pytorch_files.folder(out_csv)]  # drawn anew too
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [p.name for p in [*store.files_beside(out_csv), *pytorch]] + ["models.yaml"])
+        [p.name for p in store.files_beside(out_csv)] + [store.pytorch_folder(out_csv).name, "models.yaml"])
 
 
 def test_ctrl_c_during_an_overwrite_keeps_the_earlier_files(tmp_path, fast, capsys, monkeypatch):

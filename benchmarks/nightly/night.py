@@ -285,6 +285,20 @@ def missing_dates(dates: Iterable[str], until: str | None = None) -> list[str]:
     return missing
 
 
+def missing_before(root: Path, date: str) -> list[str]:
+    """The days between the last scheduled night before ``date`` and
+    ``date`` on which no scheduled night ran (a disabled schedule, a run
+    that never started); an ad-hoc night fills no such day."""
+    earlier = []
+    for folder in night_folders(root, before=date):
+        try:
+            if not Night.read(folder).ad_hoc:
+                earlier.append(folder.name)
+        except ValueError:
+            earlier.append(folder.name)  # unreadable, but it ran
+    return missing_dates([earlier[-1], date]) if earlier else []
+
+
 def listed_dates(dates: Sequence[str], limit: int = 10) -> str:
     """``2026-01-03, 2026-01-04`` or, for many, the first and last and how many."""
     if len(dates) <= limit:
