@@ -59,6 +59,8 @@ CASES = {
     "run_repeat_not_a_number": ("runner", ("--repeat", "x", *RUN), "invalid int value: 'x'"),
     "run_unknown_backend": ("runner", ("--only", "resnet18", "--backend", "nosuch", *RUN), "unknown backend 'nosuch'"),
     "run_unknown_flag": ("runner", ("--repeats", "3", *RUN), "unrecognized arguments: --repeats"),
+    "run_cold_start_repeat_beside_no_cold_start": ("runner", ("--no-cold-start", "--cold-start-repeat", "3", *RUN),
+                                                   "give one of them"),
     "run_timeout_zero": ("runner", ("--timeout", "0", *RUN), "--timeout must be positive"),
     "run_bad_batch_sizes": ("runner", ("--batch-sizes", "1,x", *RUN), "--batch-sizes takes positive integers"),
     "run_bad_cpu_affinity": ("runner", ("--cpu-affinity", "a-b", *RUN), "--cpu-affinity takes CPU numbers"),
@@ -108,6 +110,8 @@ CASES = {
     # dashboard
     "dashboard_missing_root": ("runner", ("dashboard", "{d}/nowhere", "-o", "{d}/site"), "{d}/nowhere"),
     "dashboard_no_nights": ("runner", ("dashboard", "{d}/nights", "-o", "{d}/site"), "no nights"),
+    "dashboard_site_in_the_history": ("runner", ("dashboard", "{d}/nights", "-o", "{d}/nights/site"),
+                                      "inside the history"),
     # bisect: checked before any worktree is made
     "bisect_unknown_model": ("runner", ("bisect", "HEAD~1", "HEAD", "--only", "nosuchmodel",
                                         "--backend", "torchxla_trace_once"), "unknown model 'nosuchmodel'"),

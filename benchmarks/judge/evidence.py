@@ -210,7 +210,10 @@ def read_history(root: Path, date: str, loaded_cores: float, max_age_days: int, 
             night = Night.read(folder)
             why = _not_history(night)
             found = [] if why else store.damage(night.csv)
-            if found:  # a night short of what its files lost is no history
+            worst = store.unreadable(found)
+            if worst is not None:  # a garbage row, a binary file: no reader reads past it
+                why = f"unreadable: {worst.describe()}"
+            elif found:  # a night short of what its files lost (a cut last line) is no history
                 why = damaged([d.describe() for d in found])
             elif not why:
                 kept.append(read_night(night, loaded_cores, metrics))
