@@ -424,3 +424,28 @@ def test_version_names_the_harness_and_what_it_measures_with(capsys):
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "xla-dynamo-bench" in out, out
     assert "torch 2.9.0" in out and "torch_xla 2.9.0" in out, out
+
+
+def test_exclude_applies_beside_only():
+    assert selected("--only", "resnet18,alexnet", "-x", "resnet") == ["alexnet"]
+    assert selected("--only", "resnet18,alexnet", "--exclude-exact", "alexnet") == ["resnet18"]
+    with pytest.raises(cli.UsageError, match="nothing left to run: .* every model --only names \\(resnet18\\)"):
+        selected("--only", "resnet18", "-x", "resnet18")
+
+
+def test_partition_id_needs_total_partitions():
+    with pytest.raises(cli.UsageError, match="--partition-id needs --total-partitions N"):
+        config("--partition-id", "0")
+    assert config("--total-partitions", "1", "--partition-id", "0").models == config().models
+
+
+def test_a_mistyped_subcommand_is_refused_with_the_name_meant(capsys):
+    assert cli.main(["comapre", "a.csv", "b.csv"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("runner.py: error: unknown subcommand 'comapre'; did you mean 'compare'?")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_help_lists_every_subcommand():
+    epilog = cli.build_parser().epilog
+    assert all(f"runner.py {name}" in epilog for name in cli.SUBCOMMANDS)

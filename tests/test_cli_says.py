@@ -134,3 +134,16 @@ def test_dry_run_prints_the_real_plan_creates_nothing_and_exits_as_the_run_would
     assert cli.main(argv) == 2
     assert "exit code 2" in capsys.readouterr().out
     assert cli.main([*argv, "--overwrite"]) == 0
+
+
+def test_no_cold_start_beside_a_cold_start_repeat_is_refused(capsys):
+    assert cli.main([*ONE, "--no-cold-start", "--cold-start-repeat", "3", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--cold-start-repeat" in err[0] and "--no-cold-start" in err[0]
+
+
+def test_an_accuracy_dry_run_announces_no_timed_repeats(capsys):
+    assert cli.main([*ONE, "--backend", "eager", "--accuracy", "--dry-run"]) == 0
+    plan = capsys.readouterr().out
+    assert "timed repeats" not in plan and "warm-up" not in plan and "first call timed" not in plan
+    assert "outputs compared with the eager baseline's" in plan

@@ -451,7 +451,7 @@ def test_an_old_file_cut_mid_row_is_named_and_never_a_pass(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
     damaged = [line for line in out.splitlines() if "cut mid-row" in line and line.startswith("DAMAGED")]
-    assert damaged == [f"DAMAGED: OLD {old} is cut mid-row: the row of resnet18 / b lost"]
+    assert damaged == [f"DAMAGED: OLD {old}:3: cut mid-row: the row of resnet18 / b lost"]
     # With --fail-on-inconclusive the row the cut lost fails the gate.
     assert compare.exit_code(compare.compare(old, new, fail_on_inconclusive=True)) == 1
 
@@ -462,7 +462,7 @@ def test_a_cut_before_the_backend_field_still_names_the_model(tmp_path):
     _cut_last_line(old, 3)
     comparison = compare.compare(old, new)
     assert _by_key(comparison)[("resnet18", "b")].mark == compare.INCONCLUSIVE
-    assert comparison.damaged == (f"OLD {old} is cut mid-row: the row of resnet18 lost",)
+    assert comparison.damaged == (f"OLD {old}:3: cut mid-row: the row of resnet18 lost",)
 
 
 def test_a_new_file_cut_mid_row_loses_its_row_to_the_gate(tmp_path):
@@ -476,8 +476,13 @@ def test_a_new_file_cut_mid_row_loses_its_row_to_the_gate(tmp_path):
         comparison = compare.compare(old, new)
     assert _by_key(comparison)[("resnet18", "b")].mark == compare.REMOVED
     assert compare.exit_code(comparison) == 1
-    assert comparison.damaged == (f"NEW {new} is cut mid-row: the row of resnet18 lost",
-                                  f"NEW {samples} is cut mid-record: the samples record of resnet18 / b lost")
+    assert comparison.damaged == (f"NEW {new}:3: cut mid-row: the row of resnet18 lost",
+                                  f"NEW {samples}:4: cut mid-record: the samples record of resnet18 / b lost")
+    assert [(side, d.path, d.line, d.readable) for side, d in comparison.damage] == [
+        ("NEW", new, 3, True), ("NEW", samples, 4, True)]
+    document = json.loads(compare.render_json(comparison))
+    assert document["damage"][0] == {"side": "NEW", "file": str(new), "line": 3,
+                                     "what": "cut mid-row: the row of resnet18 lost", "readable": True}
 
 
 def test_a_lost_shard_fails_the_gate(tmp_path):

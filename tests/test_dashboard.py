@@ -867,3 +867,14 @@ def test_an_ad_hoc_night_is_no_baseline_on_the_page(tmp_path):
         assert trend["ranges"][ALL]["geo"][2] is None  # the ad-hoc night is no point of the trend
         assert trend["total"][2] == 1  # its pass rate is still shown
     assert pairs.pairs_to_compare(nights, 7) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3)]
+
+
+@pytest.mark.parametrize("inside", ["", "site"])
+def test_a_site_in_the_history_root_is_refused_and_nothing_written(tmp_path, capsys, inside):
+    root = tmp_path / "nightly"
+    write_history(root, 2, MODELS[:1], BACKENDS[:1])
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    assert dashboard.main([str(root), "-o", str(root / inside)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "history" in err and str(root) in err
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before

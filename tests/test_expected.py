@@ -140,7 +140,7 @@ def test_update_expected_writes_the_files_from_a_night_and_prints_its_diff(tmp_p
     (lambda tmp: _write(tmp / "x.csv", "name,backend\na,b\n"), "no status column"),
     (lambda tmp: _write(tmp / "x.csv", "name,backend,status\n"), "no rows"),
     (lambda tmp: _write(tmp / "x.csv", "name,backend,status,graph_breaks\na,b,pass,two\n"),
-     "graph_breaks must be a whole number"),
+     "x.csv:2: graph_breaks is 'two', not a number"),
 ])
 def test_update_expected_refuses_bad_input_in_one_line(tmp_path, capsys, make, message):
     assert main(["update-expected", str(make(tmp_path)), "--expected", str(tmp_path / "e")]) == 2
@@ -290,3 +290,20 @@ def test_the_issue_separates_known_failures_from_new_ones(tmp_path):
         "**Flaky** (1)")
     # One bisect command per row, though two policies name it.
     assert text.count("--only breaks ") == 1
+
+
+def test_update_expected_check_changes_nothing_and_exits_1_when_files_would_change(tmp_path, capsys):
+    night = tmp_path / "2026-01-01"
+    _night(night, [("a", {}), ("b", dict(status="timeout"))])
+    folder = tmp_path / "expected"
+    assert main(["update-expected", str(night), "--expected", str(folder), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert f"+a,{BACKEND},pass,0\n" in out
+    assert out.endswith(f"update-expected --check: 1 file(s) would change: {folder}/builtin_inference_fp32.csv\n")
+    assert not folder.exists()  # nothing written
+    assert main(["update-expected", str(night), "--expected", str(folder)]) == 0
+    capsys.readouterr()
+    before = (folder / "builtin_inference_fp32.csv").read_text()
+    assert main(["update-expected", str(night), "--expected", str(folder), "--check"]) == 0
+    assert capsys.readouterr().out == "update-expected --check: 0 file(s) would change: already expected\n"
+    assert (folder / "builtin_inference_fp32.csv").read_text() == before

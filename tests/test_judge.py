@@ -239,3 +239,52 @@ def test_the_gate_on_a_stored_night(stored, factor, code, capsys):
     document = json.loads((last / "compare.json").read_text())
     assert document["exit_code"] == code and document["state"] == {0: "pass", 4: "suspected", 1: "fail"}[code]
     assert capsys.readouterr().out.startswith(f"night {last.name}: {document['state'].upper()}")
+
+
+# --------------------------------------------------------------------------
+# Damaged nights: read through the one damaged-file reader (store.damage)
+
+
+def _cut(path: Path) -> int:
+    """Cut ``path``'s last line in the middle, as a killed writer leaves it;
+    the line cut (1-based)."""
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    return len(lines)
+
+
+@pytest.mark.parametrize("name", ["performance.jsonl", "performance.csv"])
+def test_a_damaged_night_is_never_a_pass(stored, name, capsys):
+    from benchmarks.nightly import gate
+
+    last = sorted(stored.iterdir())[-1]
+    line = _cut(last / name)
+    assert gate.run(stored, last.name, v.Policy.load()) == 3
+    document = json.loads((last / "compare.json").read_text())
+    assert document["state"] == "unjudged"
+    assert any(f"{last / name}:{line}" in reason for reason in document["reasons"]), document["reasons"]
+    assert capsys.readouterr().out.startswith(f"night {last.name}: UNJUDGED")
+
+
+@pytest.mark.parametrize("name", ["performance.jsonl", "performance.csv"])
+def test_a_damaged_earlier_night_is_passed_over_with_its_reason(stored, name):
+    nights = sorted(stored.iterdir())
+    earlier = nights[-2]
+    line = _cut(earlier / name)
+    verdict = judge.judge_night(stored, nights[-1].name, v.Policy.load())
+    assert verdict.state == "pass"
+    [reason] = [r for r in verdict.passed_over if r.startswith(earlier.name)]
+    assert f"{earlier / name}:{line}" in reason, verdict.passed_over
+
+
+def test_a_night_with_a_garbage_row_is_unjudged_in_one_line_not_a_traceback(stored, capsys):
+    from benchmarks.nightly import gate
+
+    last = sorted(stored.iterdir())[-1]
+    csv = last / "performance.csv"
+    line = len(csv.read_text().splitlines()) + 1
+    with csv.open("a") as out:
+        out.write("garbage,row,x\n")
+    assert gate.run(stored, last.name, v.Policy.load()) == 3
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.startswith(f"night {last.name}: UNJUDGED") and f"{csv}:{line}: a row of 3 fields" in head

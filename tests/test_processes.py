@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks import cli
 from benchmarks.cli import flags
-from benchmarks.results import compare, pairing, store
+from benchmarks.results import compare, load, pairing, store
 from benchmarks.run import processes
 from benchmarks.run.config import RunConfig
 from benchmarks.run.rows import ModelResult
@@ -631,3 +631,39 @@ def test_a_one_sided_test_asks_only_whether_the_new_side_is_slower():
     slower = compare.night_spread(apart, tonight, compare.SLOWER_ONLY)
     assert slower.p_value == pytest.approx(both.p_value / 2) and slower.std_error == both.std_error
     assert compare.night_spread(apart, [[0.95] * 6], compare.SLOWER_ONLY).p_value > 0.9
+
+
+def test_a_process_the_load_made_an_outlier_is_left_out_of_the_row():
+    # The night: process 1 of 6 timed beside a busy neighbour, its baseline blown up.
+    loads = (1.009, 0.034, 0.016, 0.02, 0.02, 0.03)
+    parts = [_part([0.918] * 5 if i == 0 else [0.017] * 5, [0.020] * 5, other_cores=c) for i, c in enumerate(loads)]
+    joined = processes.join(parts, 6)
+    (row,) = joined.rows
+    assert row["speedup"] == pytest.approx(0.85) and row["speedup_ci_high"] == pytest.approx(0.85)
+    assert row["baseline_latency"] == pytest.approx(17.0)
+    baseline, backend = joined.samples
+    assert backend["process_left_out"] == [0] and len(baseline["samples_s"]) == 30  # every sample kept
+    [line] = load.notes(joined.rows, joined.samples)
+    assert line.startswith("load: m / b: process 1 of 6 (1.01 cores) timed while other processes kept the "
+                           "machine busy (the others 0.03 cores at most); left out of its speedup and interval")
+    assert "--cpu-affinity" in line and "quieter machine" in line
+
+
+def test_a_row_mostly_loaded_keeps_every_process_and_says_so():
+    assert load.load_outliers([0.5, 0.6, 0.02]) == ()
+    assert load.load_outliers([0.5, 0.02, 0.01]) == (0,)
+    assert load.load_outliers([0.5, 0.02]) == ()  # one quiet process is no row
+    assert load.load_outliers([0.02, None, 0.01]) == ()
+    parts = [_part([1.0] * 3, [1.0] * 3, other_cores=c) for c in (0.9, 0.8, 0.01)]
+    joined = processes.join(parts, 3)
+    assert "process_left_out" not in joined.samples[1]
+    [line] = load.notes(joined.rows, joined.samples)
+    assert "process 1 of 3 (0.90 cores), process 2 of 3 (0.80 cores)" in line and "its speedup counts them" in line
+    quiet = processes.join([_part([1.0] * 3, [1.0] * 3, other_cores=0.01) for _ in range(3)], 3)
+    assert load.notes(quiet.rows, quiet.samples) == []
+
+
+def test_one_process_under_load_is_named_from_its_row():
+    row = {**KEY, "backend": "b", "other_cores": 1.0}
+    [line] = load.notes([row], [])
+    assert "m / b: timed while other processes kept 1 core busy; its speedup counts it" in line

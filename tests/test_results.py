@@ -175,8 +175,11 @@ def test_truncated_last_csv_line_is_ignored_then_cut_on_append(tmp_path):
     store.append_rows(path, [_row("a")])
     with open(path, "a") as f:
         f.write("cpu,b,8,1.")
-    with pytest.warns(RuntimeWarning, match="truncated"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no Python warning: store.damage names the cut
         assert store.read_rows(path)["name"].tolist() == ["a"]
+    [cut] = store.damage(path)
+    assert (cut.line, cut.readable) == (3, True) and "cut mid-row: the row of b lost" in cut.what
     store.append_rows(path, [_row("c")])
     lines = path.read_text().splitlines()
     assert [line.split(",")[1] for line in lines[1:]] == ["a", "c"]
@@ -186,8 +189,8 @@ def test_truncated_last_csv_line_is_ignored_then_cut_on_append(tmp_path):
 def test_truncated_header_only_file_reads_empty(tmp_path):
     path = tmp_path / "run.csv"
     path.write_text(HEADER[:20])
-    with pytest.warns(RuntimeWarning):
-        assert store.read_rows(path).empty
+    assert store.read_rows(path).empty
+    assert [d.what for d in store.damage(path)] == ["cut mid-header: its header, so every row, lost"]
     store.append_rows(path, [_row()])
     assert path.read_text().splitlines()[0] == HEADER
 
@@ -213,10 +216,9 @@ def test_kill_during_appends_leaves_only_whole_lines(tmp_path):
     proc.wait()
     # Linux may stop a killed process's write between pages (a 5 KB record
     # spans two): the readers skip such a torn last line, with a warning.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        df = store.read_rows(csv_path)
-        samples = store.read_samples(jsonl_path)
+    df = store.read_rows(csv_path)
+    samples = store.read_samples(jsonl_path)
+    assert all(d.readable for d in store.damage(csv_path))  # a kill leaves at most torn last lines
     assert len(df) > 0 and df["speedup"].tolist() == [1.0 + i for i in range(len(df))]
     assert samples and all(len(r["samples_s"]) == 500 for r in samples)
     # The next append cuts the torn tail: the files are whole lines again.
@@ -257,8 +259,8 @@ def test_truncated_last_jsonl_line_is_skipped(tmp_path):
     store.append_samples(path, [store.sample_record("a", "b", "backend", [1.0])])
     with open(path, "a") as f:
         f.write('{"name": "b", "samples_s": [1.0, 2.')
-    with pytest.warns(RuntimeWarning, match="truncated"):
-        assert [r["name"] for r in store.read_samples(path)] == ["a"]
+    assert [r["name"] for r in store.read_samples(path)] == ["a"]
+    assert [d.what for d in store._jsonl_damage(path)] == ["cut mid-record: the samples record of b lost"]
     store.append_samples(path, [store.sample_record("c", "b", "backend", [1.0])])
     assert [r["name"] for r in store.read_samples(path)] == ["a", "c"]
 

@@ -1,5 +1,5 @@
 """The command line: ``python runner.py [flags]`` runs benchmarks; ``compare``,
-``merge``, ``dashboard``, ``bisect`` and ``update-expected`` are its subcommands.
+``merge``, ``dashboard``, ``bisect``, ``update-expected`` and ``explain`` are its subcommands.
 
 * ``flags``: the run command's parser, built from its argument groups;
 * ``run``: validation, selection and the run (``make_config`` -> RunConfig);
@@ -39,7 +39,20 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         name, rest = argv[0], argv[1:]
         return guarded(f"{PROG} {name}", lambda: SUBCOMMANDS[name](rest))
-    return _run(lambda: build_parser().parse_args(argv))
+    return _run(lambda: build_parser().parse_args(_no_mistyped_subcommand(argv)))
+
+
+def _no_mistyped_subcommand(argv: list[str]) -> list[str]:
+    """``argv``; a first word close to a subcommand's name (``comapre``)
+    is refused with the name meant, before argparse calls it an unknown argument."""
+    import difflib
+
+    if argv and not argv[0].startswith("-"):
+        close = difflib.get_close_matches(argv[0], list(SUBCOMMANDS), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(f"unknown subcommand {argv[0]!r}; {hint}subcommands: {', '.join(SUBCOMMANDS)} "
+                         f"(a run takes flags only: {PROG} --help)")
+    return argv
 
 
 def _run(make_args) -> int:
@@ -65,6 +78,7 @@ def _job(flags: Sequence[str], backends: Sequence[str], *, output: Path | None =
     if partition is not None:
         args.partition_id, args.total_partitions = partition
     args.resume, args.overwrite = args.resume or resume, args.overwrite or overwrite
+    args.judged_elsewhere = True  # a run whose rows all failed is the caller's to judge, not a status
     return args
 
 
@@ -107,5 +121,11 @@ def _update_expected(argv: list[str]) -> int:
     return update_expected_main(argv)
 
 
+def _explain(argv: list[str]) -> int:
+    from benchmarks.cli.explain import explain_main
+
+    return explain_main(argv)
+
+
 SUBCOMMANDS = {"compare": compare_main, "merge": _merge, "dashboard": _dashboard, "bisect": _bisect,
-               "update-expected": _update_expected}
+               "update-expected": _update_expected, "explain": _explain}

@@ -326,7 +326,19 @@ def _runner_flags(rest: list[str], metric: str) -> list[str]:
         raise UsageError("--accuracy measures no speed: use --metric accuracy")
     if args.performance and metric == "accuracy":
         raise UsageError("--metric accuracy runs --accuracy, not --performance")
+    _check_run(args)
     return [*rest, "--accuracy" if metric == "accuracy" else "--performance"]
+
+
+def _check_run(args: argparse.Namespace) -> None:
+    """Every check a run of these flags makes before any model runs (its
+    numbers, models and backends), here, before any worktree is made: a typo
+    should cost one line, not a checkout per probe."""
+    from benchmarks.cli.run import parse_backends, select_models, validate
+
+    validate(args)
+    select_models(args)
+    parse_backends(args.backend, training=args.training)
 
 
 def _metric_view(metric: str, flags: list[str]) -> str:

@@ -38,10 +38,10 @@ def _compare_parser(prog: str | None) -> argparse.ArgumentParser:
 def add_policy(parser: argparse.ArgumentParser, loaded_cores: float | None = None) -> None:
     """The flags that say how rows are judged (compare, the nightly gate and
     bisect); ``loaded_cores``: ``--max-other-cores``'s default (None: the
-    gate's, ``compare.LOADED_CORES``)."""
-    from benchmarks.results.compare import LOADED_CORES
+    gate's ``loaded_cores``, ``load.threshold``)."""
+    from benchmarks.results import load
 
-    loaded_cores = LOADED_CORES if loaded_cores is None else loaded_cores
+    loaded_cores = load.threshold() if loaded_cores is None else loaded_cores
     parser.add_argument("--threshold", type=float, default=0.05,
                         help="smallest relative change of the ratio that counts (default 0.05 = 5%%)")
     parser.add_argument("--alpha", type=float, default=0.05,

@@ -39,7 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog=PROG, description="Benchmark torch._dynamo backends on TorchBench-named models.",
                 epilog="Subcommands: `runner.py compare OLD.csv NEW.csv`, "
                        "`runner.py merge OUT.csv IN.csv...`, "
-                       "`runner.py dashboard ROOT -o SITE`; each takes --help.")
+                       "`runner.py dashboard ROOT -o SITE`, "
+                       "`runner.py bisect GOOD BAD [flags]`, "
+                       "`runner.py update-expected NIGHT_OR_CSV [--check]`, "
+                       "`runner.py explain RUN.csv`; each takes --help.")
     for add_group in (_experiment, _selection, _measurement, _diagnostics, _first_calls, _running,
                       _output, _pytorch_names):
         add_group(p)
@@ -95,10 +98,10 @@ def _selection(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--dry-run", action="store_true",
                      help="print the plan (models x backends, batch sizes, repeats, first calls, the files "
                           "it would write) and exit with the code the run would give; creates nothing")
-    sel.add_argument("--total-partitions", type=int, default=1, metavar="N",
-                     help="split the selected models into N shards (for CI; default 1: all of them)")
+    sel.add_argument("--total-partitions", type=int, default=None, metavar="N",
+                     help="split the selected models into N shards (for CI; default: all of them, one shard)")
     sel.add_argument("--partition-id", type=int, default=None, metavar="I",
-                     help="with --total-partitions: run shard I (0-based)")
+                     help="with --total-partitions: run shard I (0-based; refused without it)")
 
 
 def _measurement(p: argparse.ArgumentParser) -> None:
@@ -174,10 +177,10 @@ def _first_calls(p: argparse.ArgumentParser) -> None:
                         "compilation_kind in_process; default: a fresh process, --cold-start-latency)")
     cold.add_argument("--cold-start-latency", dest="cold_start", action="store_true",
                    help="time each contender's first call in a fresh process (the default here)")
-    f.add_argument("--cold-start-repeat", type=int, default=DEFAULT_COLD_START_REPEAT, metavar="N",
+    f.add_argument("--cold-start-repeat", type=int, default=None, metavar="N",
                    help="fresh processes per contender for its cold first call, the contenders taking "
                         "turns; the row reports their median and range "
-                        f"(default {DEFAULT_COLD_START_REPEAT})")
+                        f"(default {DEFAULT_COLD_START_REPEAT}; refused beside --no-cold-start)")
     f.add_argument("--warm-start", "--warm-start-latency", action="store_true",
                    help="also time each backend's first call with its executable already cached "
                         "(warm_start_latency)")

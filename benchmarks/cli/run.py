@@ -18,7 +18,7 @@ from pathlib import Path
 from benchmarks.run.affinity import parse_cpus
 from benchmarks.run.config import PYTORCH_SUITES, TORCH_XLA_BACKENDS, RunConfig
 from benchmarks.usage import UsageError
-from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT,
+from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_COLD_START_REPEAT, DEFAULT_MIN_REPEAT,
                     DEFAULT_PROCESS_REPEAT, DEFAULT_PROCESSES, DEFAULT_REPEAT,
                     DEFAULT_TARGET_CI, DEFAULT_TIMEOUT, DEFAULT_TRAINING_BACKENDS, FOR_TRAINING, DEVICES, PROFILER_TRACE_FOLDER, PROG)
 from benchmarks.cli.selection import select_models, use_torchbench_dir
@@ -37,6 +37,22 @@ def run_command(args: argparse.Namespace) -> int:
         text, code = _plan(config, settings, overwrite=args.overwrite)
         print(text)
         return code
+    from benchmarks.run.output_lock import OutputLock, OutputLocked
+
+    try:  # before anything of the output is touched: a run on it now owns it
+        lock = OutputLock.take(config.csv_path)
+    except OutputLocked as err:
+        raise UsageError(str(err)) from None
+    try:
+        if lock.stale_note():
+            print(f"{PROG}: {lock.stale_note()}", file=sys.stderr)
+        return _run_locked(args, config)
+    finally:
+        lock.release()
+
+
+def _run_locked(args: argparse.Namespace, config: RunConfig) -> int:
+    """The run, its report and files, once the output's lock is held."""
     from benchmarks.run import orchestrate
     from benchmarks.results import report, store
 
@@ -60,27 +76,59 @@ def run_command(args: argparse.Namespace) -> int:
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
     _print_written(config.csv_path)
-    return 0
+    return _status(config.csv_path, judged_elsewhere=getattr(args, "judged_elsewhere", False))
+
+
+EXIT_NOTHING_PASSED = 1  # every row failed: a script must not read the run as a success
+
+
+def _status(csv_path: Path, judged_elsewhere: bool) -> int:
+    """0, or ``EXIT_NOTHING_PASSED`` (with a line saying so) when the run
+    has rows and none passed; a caller that judges the failed rows itself
+    (the nightly: expected failures, re-runs) gets 0."""
+    from benchmarks.results import store
+
+    df = store.read_rows(csv_path)
+    if judged_elsewhere or df.empty or any(store.passed(row) for row in df.to_dict("records")):
+        return 0
+    print(f"{PROG}: every row of {csv_path} failed ({len(df)} row(s)): exit status {EXIT_NOTHING_PASSED}",
+          file=sys.stderr)
+    return EXIT_NOTHING_PASSED
 
 
 def _stopped(output, stop: BaseException) -> int:
     """A run stopped before its end: the rows kept so far get their report,
     as a finished run's do, and one line says what was kept where; the exit
     status of an interrupt (130, or 143 for SIGTERM), or the error again."""
-    from benchmarks.results import report
+    from benchmarks.results import report, store
     from benchmarks.run import signals
 
+    reported = False
     try:
-        if output.writing.exists():
-            report.finish(output.writing)
+        if not _has_rows(output.writing):
+            # Nothing measured: no header-only CSV, empty report or chart
+            # stays to stand for a run, or to block a plain rerun.
+            store.clear_outputs(output.writing)
+        else:
+            print(report.finish(output.writing))
+            reported = True
             _print_written(output.writing)
-    except KeyboardInterrupt:  # a second Ctrl-C: no report, the line still comes
+    except KeyboardInterrupt:  # a second Ctrl-C: no report, the line still comes and says so
         pass
     finally:
-        print(f"{PROG}: {output.stopped(signals.describe(stop))}", file=sys.stderr)
+        print(f"{PROG}: {output.stopped(signals.describe(stop), reported=reported)}", file=sys.stderr)
     if isinstance(stop, KeyboardInterrupt):
         return signals.exit_status(stop)
     raise stop
+
+
+def _has_rows(csv_path: Path) -> bool:
+    from benchmarks.results import store
+
+    try:
+        return csv_path.exists() and not store.read_rows(csv_path).empty
+    except (OSError, ValueError):  # damaged: kept as it is, for a reader to see
+        return True
 
 
 def _print_written(csv_path: Path) -> None:
@@ -148,6 +196,9 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
              if config.cold_start else "first calls timed in the measuring process")
     measuring = (f"{repeats} after {config.warmup} warm-up call(s), in {config.processes} worker "
                  f"process(es) per model; {first}; timeout {config.timeout:g} s per model")
+    if config.measure == "accuracy":  # nothing is timed: each contender's outputs are checked
+        measuring = (f"outputs compared with the {config.baseline} baseline's on the same inputs "
+                     f"(tolerance from configs/); timeout {config.timeout:g} s per model")
     return (f"{config.measure}: {config.experiment.caption()}: "
             f"{len(config.models)} model(s) x {len(config.backends)} backend(s)\n{measuring}\n\n{table}\n\n"
             f"would write (logs only for failed workers; nothing is created by --dry-run):\n{outputs}"), code
@@ -192,13 +243,14 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         isolate=args.isolate, resume=args.resume,
         precision=args.precision or "fp32", dynamic_shapes=args.dynamic_shapes,
         batch_sizes=parse_batch_sizes(args.batch_sizes),
-        cold_start=args.cold_start, cold_start_repeat=args.cold_start_repeat, warm_start=args.warm_start,
+        cold_start=args.cold_start, cold_start_repeat=_cold_start_repeat(args), warm_start=args.warm_start,
         max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
         cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
         size_profile=args.profile, iterations_per_run=args.iterations_per_run,
     )
     output = Path(args.output) if args.output else Path(args.output_directory, config.experiment.file_name())
+    _check_not_locked(output)  # first: "an earlier run's" would be wrong while that run goes on
     try:
         _check_run_output(output, resume=args.resume, overwrite=args.overwrite, measure=config.measure,
                           repeat=config.repeat)  # removes nothing yet
@@ -214,6 +266,15 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         output=str(output),
         profiler_trace_dir=folders["--export-profiler-trace"], hlo_dir=folders["--dump-hlo"],
         compile_cache=str(Path(folders["--compile-cache"]).resolve()) if args.compile_cache else None)
+
+
+def _check_not_locked(output: Path) -> None:
+    from benchmarks.run.output_lock import OutputLocked, check_free
+
+    try:
+        check_free(output)
+    except OutputLocked as err:
+        raise UsageError(str(err)) from None
 
 
 def repeats_and_processes(args: argparse.Namespace) -> tuple[int, int]:
@@ -275,13 +336,23 @@ def _output_folder(path: str | None, flag: str, create: bool = True) -> str | No
     return str(folder)
 
 
+def _cold_start_repeat(args) -> int:
+    """``--cold-start-repeat``, its default when not given (None: not given,
+    so that beside ``--no-cold-start`` it can be refused)."""
+    return DEFAULT_COLD_START_REPEAT if args.cold_start_repeat is None else args.cold_start_repeat
+
+
 def _check_numbers(args) -> None:
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.repeat is not None and args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
-    if args.cold_start_repeat < 1:
-        raise UsageError(f"--cold-start-repeat must be at least 1, got {args.cold_start_repeat}")
+    if args.cold_start_repeat is not None:
+        if args.cold_start_repeat < 1:
+            raise UsageError(f"--cold-start-repeat must be at least 1, got {args.cold_start_repeat}")
+        if not args.cold_start:
+            raise UsageError("--cold-start-repeat times the first call in fresh processes; --no-cold-start "
+                             "times it in the measuring process: give one of them")
     _check_adaptive(args)
     if args.processes is not None:
         if args.processes < 1:
@@ -313,10 +384,10 @@ def _check_numbers(args) -> None:
                          "in this one, with no timeout: pick one")
     if args.output is not None and not args.output.strip():
         raise UsageError("--output needs a file name (leave it out for the default under --output-directory)")
-    if args.total_partitions < 1:
+    if args.total_partitions is not None and args.total_partitions < 1:
         raise UsageError(f"--total-partitions must be at least 1, got {args.total_partitions}")
     if args.partition_id is not None:
-        if args.total_partitions == 1 and args.partition_id != 0:
+        if args.total_partitions is None:  # a shard of how many? Guessing one runs them all
             raise UsageError("--partition-id needs --total-partitions N (the number of shards)")
         if not 0 <= args.partition_id < args.total_partitions:
             raise UsageError(f"--partition-id must be in [0, {args.total_partitions - 1}], "
@@ -434,10 +505,16 @@ def _check_resumable(csv_path: Path, measure: str, repeat: int | None = None) ->
     if header != store.CSV_COLUMNS and store.older_header(csv_path) is None:
         raise UsageError(f"cannot --resume {csv_path}: its columns are not the ones this harness "
                          "writes, nor an earlier version's; pass a new --output, or --overwrite")
+    found = store.damage(csv_path)
+    worst = store.unreadable(found)
+    if worst is not None:  # a cell that is no number, a row of the wrong length: the same report as every command's
+        raise UsageError(f"cannot --resume {csv_path}: {worst.describe()}")
+    for damage in found:  # a cut last line: the run cuts it off and runs what it lost again
+        print(f"{PROG}: note: {damage.describe()}; --resume goes on from the whole rows", file=sys.stderr)
     try:
         rows = store.read_cells(csv_path)
         store.read_rows(csv_path)  # as resuming reads it: typed
-    except ValueError as err:  # a cell that is no number, a row of the wrong length
+    except ValueError as err:  # a column this harness does not know
         raise UsageError(f"cannot --resume {csv_path}: {str(err).strip().splitlines()[0]}") from None
     other = _measured_otherwise(rows, measure)
     resumed = sorted({int(float(r["repeat"])) for r in rows if r.get("repeat", "").strip()})

@@ -26,21 +26,24 @@ def select_models(args) -> list[str]:
         raise UsageError(str(err)) from None
     if args.only is not None and not all(_names([value]) for value in args.only):
         raise UsageError("--only names no model")
+    # -x and --exclude-exact leave models out of --only's too (as in PyTorch's
+    # harness, where --only is one more filter): an exclusion is never ignored.
+    exclude = [_regex(r, "-x/--exclude") for r in args.exclude]
+    excluded = {_known_name(name, known, args) for name in _names(args.exclude_exact)}
     if args.only:
         names = [_known_name(name, known, args) for name in dict.fromkeys(_names(args.only))]
         names = sorted(set(names), key=known.index)  # the suite's order, as without --only
     else:
         include = [_regex(r, "-k/--filter") for r in args.filter]
-        exclude = [_regex(r, "-x/--exclude") for r in args.exclude]
-        names = [n for n in known
-                 if (not include or any(r.search(n) for r in include))
-                 and not any(r.search(n) for r in exclude)]
-    excluded = {_known_name(name, known, args) for name in _names(args.exclude_exact)}
-    names = [n for n in names if n not in excluded]
-    if not names:
+        names = [n for n in known if not include or any(r.search(n) for r in include)]
+    kept = [n for n in names if n not in excluded and not any(r.search(n) for r in exclude)]
+    if not kept and args.only:
+        raise UsageError(f"nothing left to run: -x/--exclude-exact leave out every model --only names "
+                         f"({', '.join(names)})")
+    if not kept:
         raise UsageError("no model matches the selection; see --list-models")
     # Round-robin keeps shards balanced and deterministic for a given selection.
-    return names[args.partition_id or 0::args.total_partitions]
+    return kept[args.partition_id or 0::args.total_partitions or 1]
 
 
 def _known_name(name: str, known: list[str], args) -> str:

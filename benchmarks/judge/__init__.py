@@ -55,7 +55,8 @@ def judge(tonight: NightRows, history: History, policy: Policy, *, partial: str 
             case.change, case.p_slower, case.slower_adjusted, len(case.history),
             case.tonight.units if case.tonight is not None else (), case.left_out))
     rows = tuple(judged)
-    state, reasons = night_state(rows, expected_failed, policy.min_judged, partial)
+    damage = evidence.damaged(tonight.damage) if tonight.damage else ""
+    state, reasons = night_state(rows, expected_failed, policy.min_judged, partial, damage)
     return Verdict(tonight.date, state, reasons, rows, history.passed_over, policy, dict(expected or {}),
                    tuple(reversed([n.date for n in history.nights])))
 

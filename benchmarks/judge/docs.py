@@ -52,12 +52,14 @@ confirmed its night, and every one was a false alarm).
 
 **Exclusions, made once** (`evidence.py`), each recorded on the row: a process
 timed while other processes kept more than `loaded_cores` cores busy; an
-earlier night that is partial, ad hoc, unreadable or older than
-`max_age_days`; an earlier night of the row on another CPU, failed, with no
+earlier night that is partial, ad hoc, unreadable, damaged (a cut samples
+line, a torn CSV row: the damage its files' one reader, `store.damage`, names,
+with file and line) or older than `max_age_days`; an earlier night of the row on another CPU, failed, with no
 quiet process, or flagged by its own gate.
 
 **States and exit codes.** `fail` 1, `suspected` 4, `unjudged` 3 (the night
-judged nothing, or fewer than `min_judged` of its rows), `pass` 0; 2 is bad
+judged nothing, or fewer than `min_judged` of its rows, or its files are
+damaged: a damaged night is at best unjudged, its reason naming the file and line), `pass` 0; 2 is bad
 input. A night is `pass` only when it judged enough rows and flagged none: a
 first night, a night after a CPU change and a night timed beside other work
 are `unjudged`, never green.

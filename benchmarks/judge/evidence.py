@@ -13,9 +13,13 @@ against the values the same row had on earlier nights (``benchmarks.judge.rules`
 Every exclusion is made here, once, and recorded with its reason:
 
 * a process timed while other processes kept more than ``loaded_cores``
-  cores busy (``RowNight.left_out``);
-* an earlier night that is partial, ad hoc, unreadable or older than
-  ``max_age_days`` (``History.passed_over``);
+  cores busy (``RowNight.left_out``; ``benchmarks.results.load.is_loaded``,
+  the rule the run's own notes and compare apply);
+* an earlier night that is partial, ad hoc, unreadable, damaged (any
+  damage ``store.damage`` finds in its files: a cut samples line, a torn CSV
+  row) or older than ``max_age_days`` (``History.passed_over``);
+* tonight's damage is kept on its ``NightRows.damage`` (file, line, what is
+  lost): a damaged night is at best unjudged (``verdict.night_state``);
 * an earlier night of a row that ran on another CPU, failed, had no quiet
   process, or was flagged by its own gate (``History.values`` leaves it out
   and says so in ``History.left_out``).
@@ -31,6 +35,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from benchmarks.nightly.night import Night, night_folders
+from benchmarks.results import load as load_rule
 from benchmarks.results import pairing, policies, store
 
 METRICS = ("speedup", "first_call", "host_memory", "device_memory")
@@ -81,7 +86,7 @@ def units_of(side: pairing.Side, loaded_cores: float) -> tuple[tuple[float, ...]
         logs = _log_ratios(side.backend_s[start:start + n], side.baseline_s[start:start + n])
         start += n
         load = loads[index] if loads else NAN
-        if store.is_finite(load) and load > loaded_cores:
+        if load_rule.is_loaded(load, loaded_cores):
             left.append(f"process {index}: loaded ({load:.2f} other cores > {loaded_cores:g})")
         elif logs:
             kept.append(float(np.median(logs)))
@@ -106,11 +111,22 @@ class NightRows:
     date: str
     rows: Mapping[str, Mapping[store.ExperimentKey, RowNight]]
     flagged: Mapping[tuple[str, store.ExperimentKey], str] = field(default_factory=dict)
+    damage: tuple[str, ...] = ()  # each damage of the night's files, described (store.Damage)
 
 
 def read_night(night: Night, loaded_cores: float, metrics: Sequence[str] = METRICS) -> NightRows:
-    return NightRows(night.date, {m: read_rows(night.csv, m, loaded_cores) for m in metrics},
-                     flagged_rows(night.gate))
+    """The night's rows, read through the one damaged-file reader: damage
+    readers read past (a cut last line) leaves the whole rows, any other
+    leaves none; either way the night carries its damage."""
+    found = store.damage(night.csv)
+    rows = {} if store.unreadable(found) else {m: read_rows(night.csv, m, loaded_cores) for m in metrics}
+    return NightRows(night.date, rows, flagged_rows(night.gate), tuple(d.describe() for d in found))
+
+
+def damaged(found: Sequence[str]) -> str:
+    """A night's damage in one phrase (the first, and how many more)."""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"damaged: {found[0]}{more}"
 
 
 def key_json(key: store.ExperimentKey) -> dict:
@@ -193,7 +209,13 @@ def read_history(root: Path, date: str, loaded_cores: float, max_age_days: int, 
         try:
             night = Night.read(folder)
             why = _not_history(night)
-            if not why:
+            found = [] if why else store.damage(night.csv)
+            worst = store.unreadable(found)
+            if worst is not None:  # a garbage row, a binary file: no reader reads past it
+                why = f"unreadable: {worst.describe()}"
+            elif found:  # a night short of what its files lost (a cut last line) is no history
+                why = damaged([d.describe() for d in found])
+            elif not why:
                 kept.append(read_night(night, loaded_cores, metrics))
         except (OSError, ValueError, UnicodeDecodeError) as err:
             why = f"unreadable: {(str(err).splitlines() or [type(err).__name__])[0]}"

@@ -178,9 +178,10 @@ class Verdict:
 
 
 def night_state(rows: tuple[RowVerdict, ...], expected_failed: bool, min_judged: float,
-                partial: str = "") -> tuple[str, tuple[str, ...]]:
+                partial: str = "", damage: str = "") -> tuple[str, tuple[str, ...]]:
     """The night's state and its reasons, from its rows' marks; a partial
-    night (``partial``: why) is never a pass."""
+    night (``partial``: why) or a damaged one (``damage``: its file, line and
+    what is lost) is never a pass."""
     counts = {m: sum(r.mark == m for r in rows) for m in (MARK_FAIL, MARK_SUSPECTED, MARK_UNJUDGED)}
     judged = sum(r.mark in JUDGED_MARKS for r in rows)
     judgeable = judged + counts[MARK_UNJUDGED]
@@ -193,6 +194,8 @@ def night_state(rows: tuple[RowVerdict, ...], expected_failed: bool, min_judged:
         reasons.append(f"{counts[MARK_SUSPECTED]} row(s) suspected, to be confirmed by the next night")
     if judgeable and counts[MARK_UNJUDGED]:
         reasons.append(f"{counts[MARK_UNJUDGED]} of {judgeable} row(s) unjudged")
+    if damage:
+        reasons.append(f"the night's files are {damage}")
     if counts[MARK_FAIL] or expected_failed:
         return FAIL, tuple(reasons)
     if counts[MARK_SUSPECTED]:
@@ -200,6 +203,6 @@ def night_state(rows: tuple[RowVerdict, ...], expected_failed: bool, min_judged:
     if partial:
         missing = sum(r.mark == MARK_MISSING for r in rows)
         reasons.append(f"the night is partial ({partial}): {missing} row(s) missing")
-    if not judged or judged < min_judged * judgeable or partial:
+    if not judged or judged < min_judged * judgeable or partial or damage:
         return UNJUDGED, tuple(reasons) or ("no row could be judged",)
     return PASS, tuple(reasons) or (f"{judged} row(s) judged, none slower",)

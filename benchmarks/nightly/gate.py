@@ -77,7 +77,10 @@ def run(root: Path, date: str, policy: Policy, expected_folder: str | None = Non
     if missing:
         print(f"nightly gate: MISSING NIGHTS: no scheduled night ran on {listed_dates(missing)}", file=sys.stderr)
     try:
-        judgement = expected.judge(expected.run_rows(folder / RESULT), expected.load(expected_folder))
+        # A night its reader cannot read past (a garbage row) has no rows to
+        # check; the judge names its damage and leaves it unjudged.
+        rows = {} if store.unreadable(store.damage(folder / RESULT)) else expected.run_rows(folder / RESULT)
+        judgement = expected.judge(rows, expected.load(expected_folder))
         verdict = judge.judge_night(root, date, policy, judgement, expected.flaky_failures(judgement))
     except (OSError, ValueError, UnicodeDecodeError) as err:
         raise UsageError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None

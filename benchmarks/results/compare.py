@@ -62,7 +62,7 @@ The rules, in the order they are applied to a (name, backend) pair:
 5. load moves the paired ratio itself by a few percent: a worker process
    timed while other processes kept more than ``loaded`` cores busy
    (``process_other_cores``; a version-10 row's ``other_cores`` for each of
-   its processes; default ``LOADED_CORES``) leaves the units of its side
+   its processes; default the gate's ``loaded_cores``, configs/gate.yaml) leaves the units of its side
    before the test (``Side.quiet``; the note counts them), and a row left
    with too few (fewer than two processes) is ``inconclusive``.  A tested row of one process (no
    per-process loads) above it is ``inconclusive``, and such a run leaves
@@ -107,6 +107,7 @@ import pandas as pd
 from scipy import stats as sps
 from tabulate import tabulate
 
+from benchmarks.results import load as load_rule
 from benchmarks.results import pairing, store, stats
 from benchmarks.results.pairing import (  # noqa: F401 - read as compare.X by its callers
     COMMIT_CHARS, NAN, SETTINGS, cpu_change, cpu_label, experiment_key, paired_ratios, run_labels,
@@ -149,12 +150,9 @@ PROCESS_FLAG_FRACTION = 0.5
 # nights the gate caught a +5% slowdown on 134 of 144 rows with such nights
 # left out and on 125 with them pooled (docs/methodology.md, the gate's power).
 LEAVE_OUT_THRESHOLDS = 2.0
-# A worker process timed while other processes kept more cores than this
-# busy leaves the units tested (a row of one process is inconclusive): quiet
-# nights here read at most 0.02; a test suite beside a night read 0.28-0.68
-# and moved the paired ratio of the rows it shared the cores with by 3-18%
-# (docs/methodology.md, the gate's power).
-LOADED_CORES = 0.1
+# ``compare``'s ``loaded`` by default: the gate's ``loaded_cores``
+# (``benchmarks.results.load.threshold``, configs/gate.yaml).
+GATE_LOADED = "gate"
 
 # Summary order: what needs attention first.
 MARKS = (SLOWER, NEW_FAILURE, REMOVED, MISSING, INCONCLUSIVE, UNCONFIRMED, FASTER, FIXED, NO_CHANGE,
@@ -213,7 +211,7 @@ class RowComparison:
     # the units its test compared (``units``: process or repeat).
     detectable: float = NAN
     unit: str = ""
-    # Timed on a loaded machine (``LOADED_CORES``): inconclusive for that.
+    # Timed on a loaded machine (``compare``'s ``loaded``): inconclusive for that.
     loaded: bool = False
     # No run of the pooled old side ran on NEW's CPU: inconclusive for that.
     other_cpu: bool = False
@@ -278,8 +276,10 @@ class Comparison:
     cpu_change: str = ""
     alternative: str = TWO_SIDED
     confirmation: Confirmation | None = None
-    # One line per file cut mid-write (``store.Cut.describe``), OLD's first.
+    # One line per damage of a file (``store.Damage.describe``), OLD's first;
+    # ``damage``: the same as data, (side, Damage), for the gate to refuse a PASS on.
     damaged: tuple[str, ...] = ()
+    damage: tuple[tuple[str, store.Damage], ...] = ()
     old_damaged: bool = False
     # OLD had no rows at all: nothing to judge NEW against (the gate fails).
     old_empty: bool = False
@@ -665,7 +665,7 @@ def compare(
     load: pairing.Loader = pairing.load_run,
     units: str = UNIT_PROCESS,
     leave_out: bool = True,
-    loaded: float | None = LOADED_CORES,
+    loaded: float | str | None = GATE_LOADED,
     alternative: str = TWO_SIDED,
 ) -> Comparison:
     """Compare the run at ``new_csv`` against the one at ``old_csv``, or
@@ -694,7 +694,7 @@ def compare(
     row's note.  ``loaded`` (cores): a worker process timed while other
     processes kept more than that busy leaves the units tested, and a row
     of one process timed so is inconclusive (rule 5; None: the load is not
-    judged).  ``alternative``: ``two-sided`` (is the ratio any different?)
+    judged; default ``GATE_LOADED``: the gate's ``loaded_cores``).  ``alternative``: ``two-sided`` (is the ratio any different?)
     or ``slower`` (one-sided: is the new side slower? what a re-run of a
     night's slower rows asks; only ``slower`` or ``no change``).
     See the module docstring for the rules.
@@ -703,6 +703,8 @@ def compare(
     if units not in UNITS:
         raise ValueError(f"units must be one of {UNITS}, got {units!r}")
     _check_alternative(alternative)
+    if loaded == GATE_LOADED:
+        loaded = load_rule.threshold()
     policy = _Policy(threshold, alpha, min_samples, latency_criterion, units, loaded, alternative)
     olds = [old_csv] if isinstance(old_csv, (str, os.PathLike)) else list(old_csv)
     news = [new_csv] if isinstance(new_csv, (str, os.PathLike)) else list(new_csv)
@@ -742,12 +744,19 @@ def compare(
         baseline=baseline,
         partial=partial,
         cpu_change=cpu_change(old_run, new_run),
-        damaged=tuple([f"OLD {c.describe()}" for c in old_cuts] + [f"NEW {c.describe()}" for c in new_cuts]),
+        damaged=tuple(f"{side} {found.describe()}" for side, found in damage_of(olds, news)),
+        damage=damage_of(olds, news),
         old_damaged=bool(old_cuts),
         old_empty=not old_run,
         units=units,
         alternative=alternative,
     )
+
+
+def damage_of(olds: Sequence, news: Sequence) -> tuple[tuple[str, store.Damage], ...]:
+    """Every damage of both sides' files (``store.damage``), OLD's first."""
+    return tuple((side, found) for side, paths in (("OLD", olds), ("NEW", news))
+                 for path in paths for found in store.damage(path))
 
 
 # The marks of a pair found in both runs with the same settings: only these
@@ -1134,6 +1143,7 @@ def render_json(comparison: Comparison) -> str:
         "partial": comparison.partial,
         "cpu_change": comparison.cpu_change,
         "damaged": list(comparison.damaged),
+        "damage": [{"side": side, **found.to_json()} for side, found in comparison.damage],
         "old_empty": comparison.old_empty,
         "confirmation": (None if comparison.confirmation is None
                          else vars(comparison.confirmation)),

@@ -42,7 +42,6 @@ import argparse
 import os
 import shutil
 import sys
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,16 +91,13 @@ def _warn(message: str) -> None:
 
 @contextmanager
 def _reading(path: Path):
-    """Read through ``benchmarks.results.store``: its warnings (a torn last line)
-    become this command's warning lines, its errors one usage error."""
+    """Read through ``benchmarks.results.store``: its errors become one usage error."""
     if not path.exists():
         raise UsageError(f"{path}: no such file")
     if not path.is_file():
         raise UsageError(f"{path}: not a file")
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield
+        yield
     except OSError as err:
         raise UsageError(f"{err.filename or path}: cannot read it: {err.strerror or err}") from None
     except UnicodeDecodeError:
@@ -111,13 +107,18 @@ def _reading(path: Path):
         if not detail.startswith(str(path)):
             detail = f"{path}: not a results CSV: {detail}"
         raise UsageError(detail) from None
-    for warning in dict.fromkeys(str(w.message) for w in caught):
-        _warn(warning)
 
 
 def read_shard(path: Path) -> Shard:
     """Read and check one input CSV and the files beside it."""
     shard = Shard(Path(path))
+    with _reading(shard.path):
+        found = store.damage(shard.path)  # the one report of damage, as every command gives it
+    worst = store.unreadable(found)
+    if worst is not None:
+        raise UsageError(worst.describe())
+    for damage in found:  # a cut last line, an empty file: what it lost is said, the rest merged
+        _warn(damage.describe())
     with _reading(shard.path):
         shard.rows = store.read_cells(shard.path)
     samples = store.samples_path(shard.path)

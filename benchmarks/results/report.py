@@ -643,11 +643,31 @@ def write_markdown(csv_path: str | os.PathLike, title: str | None = None,
                            plot=plot, graph_breaks=breaks,
                            graph_breaks_link=breaks_path.name if breaks is not None else None,
                            logs=store.logs_path(csv_path))
+    loads = load_notes(csv_path, df)
+    if loads:
+        text += "\n## Load\n\n" + "".join(f"- {line.removeprefix('load: ')}\n" for line in loads) + \
+                f"\nThe rule that leaves loaded processes out: {LOAD_RULE_DOC}.\n"
     target = store.markdown_path(csv_path)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)
     return target
+
+
+LOAD_RULE_DOC = "docs/methodology.md, section Load"
+
+
+def load_notes(csv_path: str | os.PathLike, df: pd.DataFrame | None = None) -> list[str]:
+    """A line per row timed while other processes kept the machine busy
+    (``benchmarks.results.load``): which process, how busy, what would help."""
+    from benchmarks.results import load
+
+    df = store.read_rows(csv_path) if df is None else df
+    if df.empty or is_accuracy(df):
+        return []
+    samples = store.samples_path(csv_path)
+    records = store.read_samples(samples) if samples.exists() else []
+    return load.notes(store.latest(df).to_dict("records"), records)
 
 
 def report_files(csv_path: str | os.PathLike, accuracy: bool) -> list[Path]:
@@ -670,4 +690,6 @@ def finish(csv_path: str | os.PathLike) -> str:
         png = plots.plot_speedups(df, store.plot_path(csv_path)).name
     write_markdown(csv_path, plot=png)
     pytorch_files.write(csv_path)  # PyTorch's files, for its tools
-    return render_console(df, store.logs_path(csv_path))
+    loads = load_notes(csv_path, df)
+    return render_console(df, store.logs_path(csv_path)) + "".join(f"\n{line}" for line in loads) + \
+        ("\n" if loads else "")

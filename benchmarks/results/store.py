@@ -50,7 +50,6 @@ import os
 import re
 import shutil
 import tempfile
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -151,6 +150,8 @@ def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None)
     if resume is None:
         kept = [p for p in files_beside(csv_path) if p.exists()]
         hint = "pass --overwrite to replace it"
+    elif _started_only(csv_path):  # a run killed before any row left only its files' headers: nothing to lose
+        kept, hint = [], ""
     else:
         kept = [csv_path] if csv_path.exists() and csv_path.stat().st_size > 0 else []
         if not resume:  # a new run writes every file beside the CSV
@@ -162,6 +163,23 @@ def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None)
         raise OutputError(f"{folder} is a folder, where the run writes a file")
     if kept and not (overwrite or resume):
         raise OutputExists(f"{kept[0]} exists ({hint})" if resume is not None else f"{kept[0]} exists; {hint}")
+
+
+def _started_only(csv_path: Path) -> bool:
+    """Whether the run at ``csv_path`` left nothing but the files a run
+    starts (a header-only CSV and graph-break CSV, an empty samples file):
+    a run killed before its first row."""
+    def header_at_most(path: Path, columns: list[str]) -> bool:  # this harness's header, or less of it
+        if not path.exists():
+            return True
+        data = path.read_bytes()
+        return len(data) < 65536 and csv_line(columns).encode("utf-8").startswith(data)
+
+    report = [markdown_path(csv_path), plot_path(csv_path)]
+    return (csv_path.exists() and header_at_most(csv_path, CSV_COLUMNS)
+            and header_at_most(graph_breaks_path(csv_path), GRAPH_BREAK_COLUMNS)
+            and (not samples_path(csv_path).exists() or samples_path(csv_path).stat().st_size == 0)
+            and not any(p.exists() for p in report) and not logs_path(csv_path).exists())
 
 
 def _check_writable(folder: Path, existing: Path) -> None:
@@ -285,11 +303,15 @@ def _write_or_check_header(fd: int, header: bytes, path: str | os.PathLike) -> N
 
 def read_text(path: str | os.PathLike) -> str:
     """The file's text without a torn (unterminated) last line, which is
-    dropped with a ``RuntimeWarning``."""
-    text = Path(path).read_text(encoding="utf-8")
+    dropped: ``damage(csv_path)`` names what it held, in the words every
+    command uses (no Python warning: a user sees one report of it). A
+    file that is not UTF-8 text is a ``DamagedFile`` naming it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DamagedFile(Damage(Path(path), None, _not_text(err))) from None
     if text and not text.endswith("\n"):
-        kept, _, torn = text.rpartition("\n")
-        warnings.warn(f"{path}: ignoring truncated last line {torn[:60]!r}", RuntimeWarning, stacklevel=3)
+        kept, _, _ = text.rpartition("\n")
         text = kept + "\n" if kept else ""
     return text
 
@@ -358,6 +380,186 @@ def cuts(csv_path: str | os.PathLike) -> list[Cut]:
         found.append(Cut(samples_path(csv_path), "samples record", _json_string("name", fragment),
                          _json_string("backend", fragment)))
     return [cut for cut in found if cut is not None]
+
+
+# --------------------------------------------------------------------------
+# Damage: one report of what a damaged file lost, for every command
+
+
+@dataclass(frozen=True)
+class Damage:
+    """What is wrong with one result file, and what it lost: ``line`` is
+    the file's line (1: the header), None for the file as a whole.
+    ``readable``: readers read past it (a torn last line, what a killed
+    writer leaves; an empty file), losing only what ``what`` says; any
+    other damage (a garbage row, a binary file) stops a reader that would
+    otherwise take wrong numbers for right ones."""
+
+    path: Path
+    line: int | None
+    what: str
+    readable: bool = False
+
+    def describe(self) -> str:
+        """``results/x.csv:7: a row of 3 fields ...``: one line."""
+        return f"{self.path}{f':{self.line}' if self.line else ''}: {self.what}"
+
+    def to_json(self) -> dict:
+        return {"file": str(self.path), "line": self.line, "what": self.what, "readable": self.readable}
+
+
+class DamagedFile(ValueError):
+    """A result file a reader cannot read past (``Damage.readable`` false);
+    its message is the damage's one line."""
+
+    def __init__(self, found: Damage):
+        super().__init__(found.describe())
+        self.damage = found
+
+
+def _not_text(err: UnicodeDecodeError) -> str:
+    return f"not UTF-8 text (byte {err.start}), not a result file: everything in it lost"
+
+
+def _whose(known: Mapping[str, str]) -> str:
+    whose = " / ".join(x for x in (known.get("name"), known.get("backend")) if x)
+    return f"the row of {whose}" if whose else "one row"
+
+
+_NUMBER_COLUMNS = {c.name: c.dtype for c in COLUMNS if c.dtype != "str"}
+
+
+def _bad_cell(row: Mapping[str, str]) -> str | None:
+    """The first cell of ``row`` that its column's type cannot hold, said."""
+    for column, dtype in _NUMBER_COLUMNS.items():
+        cell = row.get(column, "")
+        if not cell:
+            continue
+        try:
+            value = float(cell)
+        except ValueError:
+            return f"{column} is {cell[:40]!r}, not a number"
+        if dtype == "Int64" and not (math.isfinite(value) and value.is_integer()):
+            return f"{column} is {cell[:40]!r}, not a whole number"
+    return None
+
+
+def _csv_damage(path: Path, required: bool = True) -> list[Damage]:
+    """The damage of a results CSV (``damage``)."""
+    if not path.exists():
+        return [Damage(path, None, "no such file")]
+    data = path.read_bytes()
+    if not data:
+        return [Damage(path, None, "EMPTY (0 bytes): no header and no rows", readable=True)]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return [Damage(path, None, _not_text(err))]
+    return _csv_text_damage(path, text, required)
+
+
+def _csv_text_damage(path: Path, text: str, required: bool = True) -> list[Damage]:
+    lines = text.split("\n")
+    torn = lines.pop()  # "" when the file ends with a newline
+    header = next(csv.reader([lines[0]]), []) if lines else []
+    if not lines:
+        return [Damage(path, 1, "cut mid-header: its header, so every row, lost")]
+    missing = [c.name for c in COLUMNS if c.required and c.name not in header]
+    if missing and required:
+        return [Damage(path, 1, f"not a results CSV: missing required columns {', '.join(missing[:4])}"
+                                f"{' ...' if len(missing) > 4 else ''}: every row lost")]
+    found = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = next(csv.reader([line]), [])
+        known = dict(zip(header, fields))
+        if len(fields) != len(header):
+            found.append(Damage(path, number, f"a row of {len(fields)} fields where the header has "
+                                              f"{len(header)}: one row lost ({line[:40]!r})"))
+        elif (bad := _bad_cell(known)) is not None:
+            found.append(Damage(path, number, f"{bad}: {_whose(known)} lost"))
+    if torn:
+        cut = _csv_cut(path)
+        found.append(Damage(path, len(lines) + 1, f"cut mid-row: {cut.lost() if cut else 'one row'} lost",
+                            readable=True))
+    return found
+
+
+def _jsonl_damage(path: Path) -> list[Damage]:
+    """The damage of a samples file (absent: none; older runs had none)."""
+    if not path.exists():
+        return []
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        return [Damage(path, None, _not_text(err))]
+    lines = text.split("\n")
+    torn = lines.pop()
+    found = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            found.append(Damage(path, number, f"invalid JSON ({exc.msg}): one samples record lost"))
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("name"), str):
+            found.append(Damage(path, number, "not a samples record (no model name): one record lost"))
+    if torn:
+        whose = " / ".join(x for x in (_json_string("name", torn), _json_string("backend", torn)) if x)
+        found.append(Damage(path, len(lines) + 1, f"cut mid-record: the samples record of {whose or 'a row'} "
+                                                  "lost", readable=True))
+    return found
+
+
+def _graph_break_damage(path: Path) -> list[Damage]:
+    if not path.exists() or not path.stat().st_size:
+        return []
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        return [Damage(path, None, _not_text(err))]
+    if not text.endswith("\n"):
+        return [Damage(path, text.count("\n") + 1, "cut mid-record: one graph break lost", readable=True)]
+    return []
+
+
+def damage(csv_path: str | os.PathLike, required: bool = True) -> list[Damage]:
+    """Everything wrong with the files of the run at ``csv_path`` (its CSV,
+    samples and graph breaks), each with its file, line and what it lost;
+    ``[]`` for a whole run. The one report of damage every command shows
+    (compare, --resume, merge, update-expected, dashboard, explain).
+    ``required``: whether a CSV without a results CSV's required columns
+    is damaged (``update-expected`` also reads a bare name,backend,status file)."""
+    path = Path(csv_path)
+    return [*_csv_damage(path, required), *_jsonl_damage(samples_path(path)), *_graph_break_damage(graph_breaks_path(path))]
+
+
+def unreadable(found: Iterable[Damage]) -> Damage | None:
+    """The first damage a reader cannot read past, or None."""
+    return next((d for d in found if not d.readable), None)
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """A run's rows as read (``read_rows``) and its files' ``damage``."""
+
+    rows: pd.DataFrame
+    damage: tuple[Damage, ...]
+
+
+def read_run(csv_path: str | os.PathLike) -> RunFiles:
+    """The rows of the run at ``csv_path`` with every damage of its files.
+    Damage readers read past (a cut last line, an empty file) leaves the
+    rows that are whole; any other raises ``DamagedFile`` (one line: file,
+    line, what is lost) rather than return rows that are not the file's."""
+    found = tuple(damage(csv_path))
+    worst = unreadable(found)
+    if worst is not None:
+        raise DamagedFile(worst)
+    return RunFiles(read_rows(csv_path), found)
 
 
 # --------------------------------------------------------------------------
@@ -466,6 +668,11 @@ def _parsed_rows(csv_path: str, text: str, inputs: str | None) -> pd.DataFrame:
     if missing:
         raise ValueError(f"{csv_path}: missing required columns {missing}")
     dtypes = {c.name: c.dtype for c in COLUMNS if c.name in header}
+    # Before pandas: it pads a short row with empty cells, and its words
+    # for a bad cell name no file or line.
+    worst = unreadable(_csv_text_damage(Path(csv_path), text))
+    if worst is not None:
+        raise DamagedFile(worst)
     frame = pd.read_csv(io.StringIO(text), dtype=dtypes, keep_default_na=False, na_values=[""])
     for column in COLUMNS:
         if column.name not in frame:

@@ -25,12 +25,15 @@ workers, one after the other, and joins them (``benchmarks.run.processes``).
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,22 +79,30 @@ class Output:
         if self.staged:
             store.replace_outputs(self.final, self.writing)
 
-    def stopped(self, why: str) -> str:
-        """The line a run stopped by ``why`` ends with: what it kept where."""
+    def stopped(self, why: str, reported: bool = True) -> str:
+        """The line a run stopped by ``why`` ends with: what it kept where
+        (``reported``: whether the rows' report was written)."""
         path = self.writing
         count = len(store.read_rows(path)) if path.exists() else 0
+        if not count:
+            earlier = f"; the earlier run's files are kept as they were ({self.final})" if self.staged else ""
+            return f"{why} before any row: nothing of this run is kept{earlier}"
         rows = f"{count} row is" if count == 1 else f"{count} rows are"
+        report = ("with their report" if reported else
+                  "without their report (stopped again while writing it; --resume writes it)")
         if not self.staged:
-            return (f"{why}; this run's {rows} kept in {path}, with their report "
+            return (f"{why}; this run's {rows} kept in {path}, {report} "
                     "(rerun with --resume to complete it)")
         return (f"{why}; the earlier run's files are kept as they were ({self.final}); this run's "
-                f"{rows} beside them in {path}, with their report (complete it with "
+                f"{rows} beside them in {path}, {report} (complete it with "
                 f"--output {path} --resume)")
 
 
 def run(config: RunConfig) -> Path:
     """Benchmark every model of ``config``; returns the CSV's path."""
     csv_path = config.csv_path
+    for folder in clean_stale_folders():
+        print(f"removed {folder}: the temporary folder of a run that was killed", file=sys.stderr)
     if config.resume and store.upgrade_header(csv_path):
         print(f"{csv_path}: an older version's file, given this version's columns (its rows as they "
               "were) to resume it", file=sys.stderr)
@@ -170,7 +181,7 @@ def _run_process(config: RunConfig, name: str) -> rows.ModelResult:
 def run_isolated(config: RunConfig, name: str) -> rows.ModelResult:
     """``worker.run_model`` in a child process; its fate becomes rows."""
     base = rows.row_bases(config, name)
-    with tempfile.TemporaryDirectory(prefix="xdb-worker-") as tmp:
+    with _worker_folder() as tmp:
         job, out, log = Path(tmp, "job.json"), Path(tmp, "result.json"), Path(tmp, "log.txt")
         job.write_text(json.dumps({"config": config.to_json(), "model": name}))
         with open(log, "wb") as log_file:
@@ -209,6 +220,47 @@ def run_isolated(config: RunConfig, name: str) -> rows.ModelResult:
                                                        f"killed by {sig}: {tail}".rstrip(": ")), log)
         return _keep_log(config, name, rows.failed(config, base, "fail_to_run",
                                                    tail or f"worker exited with {code}"), log)
+
+
+WORKER_FOLDER = "xdb-worker-"  # a worker's TMPDIR, under the run's
+OWNER_FILE = ".owner.lock"  # in it, flock-ed by the run while the folder is in use
+
+
+@contextmanager
+def _worker_folder():
+    """A worker's temporary folder, removed when the worker is done; while
+    it is in use the run holds a ``flock`` on its ``OWNER_FILE``, which the
+    kernel drops however the run ends, so that the next run can tell the
+    folder of a run killed (SIGKILL) from one in use (``clean_stale_folders``)."""
+    with tempfile.TemporaryDirectory(prefix=WORKER_FOLDER) as tmp:
+        fd = os.open(Path(tmp, OWNER_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield tmp
+        finally:
+            os.close(fd)
+
+
+def clean_stale_folders(root: str | os.PathLike | None = None) -> list[Path]:
+    """Remove the worker folders under ``root`` (the temporary folder) that
+    no live run holds: those of runs killed before they could remove them.
+    A folder with no owner file (being made this instant) is left alone.
+    Returns the folders removed."""
+    removed = []
+    for folder in sorted(Path(root or tempfile.gettempdir()).glob(f"{WORKER_FOLDER}*")):
+        try:
+            fd = os.open(folder / OWNER_FILE, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # its run is alive
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def _signal_name(number: int) -> str:

@@ -18,7 +18,10 @@ samples records; a row whose timings are recomputed over all of them
 its 95% interval a bootstrap over processes, so it is as wide as the spread
 between processes; ``other_cores``, the load of other processes while it was
 timed, the mean over processes, each process's on the samples records as
-``process_other_cores``); the first process's other columns (first
+``process_other_cores``); the speedup, interval and latencies leave out the
+processes the load made outliers (``benchmarks.results.load.load_outliers``,
+named on the samples records as ``process_left_out``; their samples stay
+there); the first process's other columns (first
 calls, compiler metrics, memory).  An experiment that failed in any process is that failure
 (its error says in which process).  Only the first process times cold and warm
 starts and writes profiles and HLO: the others time repeats only.  Once no
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from benchmarks.results import stats, store
+from benchmarks.results import load, stats, store
 from benchmarks.run.config import RunConfig
 from benchmarks.run.rows import ModelResult
 
@@ -89,12 +92,19 @@ def join(parts: list[ModelResult], processes: int) -> ModelResult:
         each = [by_key[i][key].get("other_cores") for i in present]
         each = [round(float(x), 3) if store.is_finite(x) else None for x in each]
         loads = [x for x in each if x is not None]
+        # Every sample is kept on the records; the row's numbers leave out
+        # the processes the load made outliers (benchmarks.results.load's rule).
+        left_out = load.load_outliers(each)
         for role, rs in records.items():
             joined.samples.append({**rs[0], "samples_s": pooled[role], "process_repeats": sizes,
-                                   **({"process_other_cores": each} if loads else {})})
+                                   **({"process_other_cores": each} if loads else {}),
+                                   **({"process_left_out": list(left_out)} if left_out else {})})
+        kept = [i for i in range(len(sizes)) if i not in left_out]
+        kept_samples = {role: [s for i in kept for s in list(chunks(pooled[role], sizes))[i]]
+                        for role in pooled}
         joined.rows.append({**row, "processes": len(present),
-                            **timing_fields(pooled["baseline"], pooled["backend"], sizes,
-                                            stop=row.get("repeat_stop")),
+                            **timing_fields(kept_samples["baseline"], kept_samples["backend"],
+                                            [sizes[i] for i in kept], stop=row.get("repeat_stop")),
                             "other_cores": round(sum(loads) / len(loads), 3) if loads else None})
     return joined
 

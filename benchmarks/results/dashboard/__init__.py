@@ -117,12 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_site(root: Path, site: Path) -> None:
+    """The site is written beside the history, never into it: its files
+    would mix with the nights' (and a later page would read them)."""
+    root, site = root.resolve(), site.resolve()
+    if site == root or root in site.parents:
+        raise UsageError(f"-o {site} is inside the history {root}: write the site elsewhere, "
+                         "e.g. -o site")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """0 when the site was written, 2 on bad input."""
     def body() -> int:
         args = build_parser().parse_args(argv)
         if args.repo_url and not args.repo_url.startswith(("https://", "http://")):
             raise UsageError(f"--repo-url must be an http(s) URL, got {args.repo_url!r}")
+        _check_site(Path(args.root), Path(args.output))
         index = build(args.root, args.output, args.title, args.repo_url and args.repo_url.rstrip("/"),
                       args.compare_nights, args.baseline)
         print(f"wrote {index}", file=sys.stderr)

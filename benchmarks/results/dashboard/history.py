@@ -12,7 +12,6 @@ dtype: the page's filters) and its line (``series``).
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -56,13 +55,14 @@ def warn(message: str) -> None:
 
 def _read(path: Path) -> pd.DataFrame | None:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a torn last line: the night is still shown
-            return store.read_rows(path)
+        run = store.read_run(path)
     except (OSError, ValueError) as err:
         detail = (str(err).splitlines() or [type(err).__name__])[0]
         warn(f"{path}: unreadable ({detail}); night skipped")
         return None
+    for damage in run.damage:  # a cut last line: the night is shown without what it lost
+        warn(f"{damage.describe()}; the night is shown without it")
+    return run.rows
 
 
 def load_history(nights: Sequence[Night]) -> pd.DataFrame:
