@@ -29,7 +29,7 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--output results/performance_inference_cpu_builtin.csv
 
 .PHONY: install install-light install-metadata FORCE lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts bench-step bench-power nightly clean browser dashboard \
-	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary nightly-notify \
+	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary nightly-notify nightly-state \
 	torchbench-install
 
 install: $(STAMP)
@@ -203,6 +203,11 @@ nightly-gate: $(REPORT_STAMP)
 # The comparison on the run's first page ($$GITHUB_STEP_SUMMARY), or the console.
 nightly-summary:
 	@$(PYTHON) -m benchmarks.nightly summary --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
+
+# What the gate made of the night, as a status: 0 only for a pass (1 fail,
+# 3 unjudged, 4 suspected); prints state=STATE (a GitHub step output).
+nightly-state:
+	@$(PYTHON) -m benchmarks.nightly state --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
 
 # The earlier nights: the results branch, checked out as $(NIGHTLY_ROOT).
 nightly-history:

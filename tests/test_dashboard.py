@@ -87,7 +87,8 @@ def write_history(root, nights, models, backends, seed=0, failures=(), gate_fail
         if night:
             verdict = "FAIL (1 slower)" if night in gate_failures else "PASS"
             (folder / "compare.md").write_text(f"# comparison of {date}: {verdict}\n")
-            (folder / "compare.json").write_text(json.dumps({"verdict": verdict}))
+            state = "fail" if night in gate_failures else "pass"  # the gate's contract: the state is read
+            (folder / "compare.json").write_text(json.dumps({"verdict": verdict, "state": state}))
     return [date for date, _ in frames]
 
 
@@ -784,8 +785,8 @@ def test_a_year_of_history_opens_fast(browser, tmp_path, capsys):
     memory (the nights' files are the slow test's business): it opens, with
     no console error, within the limit; prints the figures (pytest -s)."""
     frames = history_frames(365, YEAR_MODELS, YEAR_BACKENDS, seed=1, failures=YEAR_FAILURES)
-    nights = [dashboard.Night(date, tmp_path / date, gate={"verdict": "FAIL (1 slower)"} if i in YEAR_GATE_FAILURES
-                              else {"verdict": "PASS"} if i else {})
+    nights = [dashboard.Night(date, tmp_path / date, gate={"verdict": "FAIL (1 slower)", "state": "fail"}
+                              if i in YEAR_GATE_FAILURES else {"verdict": "PASS", "state": "pass"} if i else {})
               for i, (date, _) in enumerate(frames)]
     history = dashboard.combine([(i, df) for i, (_, df) in enumerate(frames)])
     index = dashboard.write_site(tmp_path / "site", nights, history)

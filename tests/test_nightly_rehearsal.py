@@ -113,10 +113,11 @@ def test_a_night_after_a_published_one(tmp_path, origin):
     assert f"last 1 complete night(s) pooled, {yesterday}" in merge.step(
         "Gate against the previous night").log, explain
     assert merge.result == "failure" and merge.outputs == {"merged": "success", "gate": "failure",
-                                                          "dashboard": "success"}, explain
+                                                          "state": "fail", "dashboard": "success"}, explain
     night = run.artifacts / f"nightly-{today}"
     compared = (night / "nightly" / today / "compare.md").read_text()
-    assert merge.summary == compared + "\n" and yesterday in compared  # the run's page says why
+    assert merge.summary.startswith(compared + "\n") and yesterday in compared  # the run's page says why
+    assert merge.summary.endswith(f"**Nightly {today} is not green: FAIL** (exit status 1): a confirmed regression.\n\n")
     assert json.loads((night / "nightly" / today / "compare.json").read_text())["verdict"].startswith("FAIL")
 
     # The red night reaches a person: one issue, each failing row annotated.
@@ -407,14 +408,17 @@ def test_a_gate_that_outlives_the_merge_job_leaves_the_night_not_judged(tmp_path
     """The merge job's time runs out while the gate re-measures: GitHub
     cancels the job, the gate is stopped, the `always()` steps still record
     the night as not judged (run page, night.json) and upload it, and the
-    night is published and shown as not judged on the dashboard.  No issue
-    is opened: nothing was judged."""
+    night is published and shown as not judged on the dashboard.  The night
+    is not a pass: its issue is opened."""
+    from test_notify import FakeGitHub
+
+    github = FakeGitHub()
     yesterday, today = _yesterday(), _today()
     push_night(origin, BRANCH, {f"{yesterday}/performance.csv": FIXTURES / "old.csv",
                                 f"{yesterday}/performance.jsonl": FIXTURES / "old.jsonl"}, tmp_path / "before")
     started = time.monotonic()
     run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule", variables={"NIGHTLY_SHARDS": "2"},
-              overrun={"merge": "Gate against the previous night"})
+              overrun={"merge": "Gate against the previous night"}, api_url=github.url)
     run.run_all(stand_ins={"shard": fixture_shards})
     wall = time.monotonic() - started
     explain = _explain(run)
@@ -428,7 +432,11 @@ def test_a_gate_that_outlives_the_merge_job_leaves_the_night_not_judged(tmp_path
     night = run.artifacts / f"nightly-{today}" / "nightly" / today
     assert not (night / "compare.json").exists()
     assert "did not finish" in json.loads((night / "night.json").read_text())["not_judged"]
-    assert run.jobs["notify"].result == "skipped", explain
+    assert merge.outputs["state"] == "unjudged", explain
+    assert run.jobs["notify"].result == "success", explain
+    github.server.shutdown()
+    [issue] = github.issues
+    assert issue["title"].startswith(f"Nightly {today}: UNJUDGED: not judged (The gate wrote no report"), issue
     assert run.jobs["publish"].result == "success", explain
     published = json.loads(gha_runner.git("show", f"{BRANCH}:{today}/night.json", cwd=origin).stdout)
     assert "did not finish" in published["not_judged"]

@@ -49,6 +49,14 @@ KINDS = (SCHEDULED, AD_HOC)
 PUBLISHED = (RESULT, "performance.jsonl", REPORT, "performance.png", "performance_graph_breaks.csv",
              NIGHT_FILE, COMPARE_MD, VERDICT_FILE, COMPARE_PNG)
 
+# What the gate made of a night (compare.json's "state"), and the exit status
+# each has (the gate's, merge.sh's, a job's).  Only a pass is green: a night
+# that judged nothing (or too little), or whose slowdown is not yet confirmed,
+# is as much not green as a failed one, for every reader.
+PASS, SUSPECTED, FAIL, UNJUDGED = "pass", "suspected", "fail", "unjudged"
+STATES = (PASS, SUSPECTED, FAIL, UNJUDGED)
+STATE_EXIT = {PASS: 0, FAIL: 1, UNJUDGED: 3, SUSPECTED: 4}
+
 
 # --------------------------------------------------------------------------
 # Paths and dates
@@ -141,6 +149,30 @@ def update_json(path: Path, value: Mapping[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------
+# The gate's state
+
+
+def gate_state(document: Mapping[str, Any]) -> str:
+    """The state of a night's gate from its ``compare.json`` ``document``:
+    its ``state`` when it records one of ``STATES``, else the state of its
+    ``exit_code`` (files written before the state was), else ``UNJUDGED``: a
+    document that says neither (or none: no gate finished) judged nothing
+    anyone can read.  The verdict's words are for people and never read."""
+    state = document.get("state")
+    if state in STATES:
+        return state
+    code = document.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        return next((s for s, c in STATE_EXIT.items() if c == code), UNJUDGED)
+    return UNJUDGED
+
+
+def green(document: Mapping[str, Any]) -> bool:
+    """Whether the gate passed the night: the only state that is green."""
+    return gate_state(document) == PASS
+
+
+# --------------------------------------------------------------------------
 # Nights
 
 
@@ -210,8 +242,19 @@ class Night:
         return "" if self.verdict else str(self.meta.get("not_judged") or "")
 
     @property
+    def state(self) -> str:
+        """The gate's state of the night (``gate_state``): ``UNJUDGED`` when
+        no gate finished."""
+        return gate_state(self.gate)
+
+    @property
+    def green(self) -> bool:
+        return self.state == PASS
+
+    @property
     def gate_failed(self) -> bool:
-        return bool(self.verdict) and self.verdict.startswith("FAIL")
+        """A confirmed regression (not merely not green: see ``green``)."""
+        return self.state == FAIL
 
     @property
     def run_url(self) -> str | None:

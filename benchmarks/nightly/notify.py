@@ -1,7 +1,7 @@
 """``python -m benchmarks.nightly notify``: a red night reaches a person.
 
-When the night's gate failed (``compare.json``'s verdict is ``FAIL ...``),
-it opens a GitHub issue for the night -- or, when an issue with the label
+When the night is not green (``compare.json``'s state, ``night.gate_state``,
+is anything but ``pass``: failed, suspected or unjudged), it opens a GitHub issue for the night -- or, when an issue with the label
 (``--label``, default ``nightly-regression``) is already open, comments on
 that one instead, so red nights never pile up duplicates -- and prints a
 ``::error`` workflow annotation per failing row.  The issue says:
@@ -21,7 +21,7 @@ that one instead, so red nights never pile up duplicates -- and prints a
 It runs in a job that installs nothing and holds only ``issues: write``: the
 standard library only (``urllib``), the token from ``GITHUB_TOKEN``, the API
 at ``GITHUB_API_URL`` and the repository ``GITHUB_REPOSITORY`` (set by
-Actions).  A green night, or one not judged, does nothing.  Exit status: 0
+Actions).  A green night does nothing.  Exit status: 0
 (also when notified: the gate already failed the run), 1 when the API
 refused, 2 bad input.
 """
@@ -142,8 +142,14 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def headline(night: Night) -> str:
+    """The night's state and verdict: ``FAIL (1 slower)``, ``UNJUDGED: INCONCLUSIVE (...)``."""
+    verdict = night.verdict or (f"not judged ({night.not_judged})" if night.not_judged else "not judged")
+    return verdict if night.gate_failed else f"{night.state.upper()}: {verdict}"
+
+
 def title(night: Night) -> str:
-    return f"Nightly {night.date}: {night.verdict}"
+    return f"Nightly {night.date}: {headline(night)}"
 
 
 def body(night: Night, page: str) -> str:
@@ -152,7 +158,7 @@ def body(night: Night, page: str) -> str:
     base = _baseline_night(night)
     good, bad = (_commit(base.csv) if base else ""), _commit(night.csv)
     repository = night.repository_url or ""
-    parts = [f"## Nightly {night.date}: {night.verdict}", ""]
+    parts = [f"## Nightly {night.date}: {headline(night)}", ""]
     links = []
     for name, commit in (("baseline night" + (f" {base.date}" if base else ""), good), ("tonight", bad)):
         if commit:
@@ -225,9 +231,9 @@ def report(call: Call, repository: str, label: str, night: Night, page: str) -> 
 
 def notify(args: argparse.Namespace) -> int:
     night = Night.read(args.root / args.date, on_error=lambda why: print(f"notify: {why}", file=sys.stderr))
-    if not night.gate:
-        raise UsageError(f"{night.folder} has no readable compare.json: run the gate first")
-    if not night.gate_failed:
+    if not night.folder.is_dir():
+        raise UsageError(f"{night.folder}: no such night")
+    if night.green:
         print(f"notify: night {night.date}: {night.verdict}: nobody to tell")
         return 0
     for line in annotations(night):

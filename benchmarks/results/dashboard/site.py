@@ -81,6 +81,7 @@ def page_data(nights: Sequence[Night], history: pd.DataFrame, repo_url: str | No
         "nights": [n.date for n in nights],
         "verdicts": [n.verdict for n in nights],
         "failedGate": [i for i, n in enumerate(nights) if n.gate_failed],
+        "states": [n.state if n.gate else None for n in nights],
         "runUrls": [n.run_url for n in nights],
         "commits": commits,
         "nightCommits": per_night,
@@ -138,12 +139,15 @@ def nights_table(nights: Sequence[Night], data: dict, links: dict[str, dict[str,
         date = html.escape(night.date) + (' <span class="ad-hoc" title="dispatched with its own settings: '
                                           'never a baseline">ad-hoc</span>' if night.ad_hoc else "")
         verdict = night.verdict or (f"NOT JUDGED: {night.not_judged}" if night.not_judged else "-")
+        if night.gate and not night.green and not night.gate_failed:  # its words may not say so
+            verdict = f"{night.state.upper()}: {verdict}"
         cells = [date, html.escape(verdict), night_links(data, index)]
         for kind in LINKED:
             href = links.get(night.date, {}).get(kind)
             cells.append(f'<a href="{html.escape(href)}">{kind}</a>' if href else "-")
-        css = ' class="fail"' if night.gate_failed or night.not_judged else ""
-        rows.append(f'<tr{css} data-night="{index}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        css = ' class="fail"' if night.gate_failed or night.not_judged else \
+            ' class="not-green"' if night.gate and not night.green else ""
+        rows.append(f'<tr{css} data-night="{index}" data-state="{night.state if night.gate else ""}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "<tr><th>night</th><th>gate</th><th>commit, CI run</th><th>report</th><th>comparison</th></tr>"
     missing = missing_dates([n.date for n in nights if not n.ad_hoc])
     gap = (f'<p class="missing" id="missing-nights">Missing nights (no scheduled night ran): '
