@@ -168,7 +168,9 @@ nightly: install
 # NIGHTLY_DATE (YYYY-MM-DD, default today UTC), NIGHTLY_SHARDS (plan: default 4)
 # and NIGHTLY_SHARD, NIGHTLY_FILTER (model regex), NIGHTLY_BACKENDS (comma-separated),
 # NIGHTLY_REPEAT (timed repeats), NIGHTLY_SUITE (builtin, seed or torchbench:
-# TORCHBENCH_DIR, default torchbench, is then the pytorch/benchmark checkout).
+# TORCHBENCH_DIR, default torchbench, is then the pytorch/benchmark checkout),
+# NIGHTLY_PLAN (the plan's file: written once by nightly-plan, read back after;
+# a shard and the merge refuse settings other than its own).
 # A shard without NIGHTLY_SHARD(S) takes its place from a Slurm job array or a
 # Kubernetes Indexed Job (see benchmarks/nightly/shard.py).
 NIGHTLY_ROOT ?= results/nightly
@@ -176,7 +178,7 @@ SITE_DIR ?= results/site
 
 nightly-plan:
 	@$(PYTHON) -m benchmarks.nightly plan --shards "$${NIGHTLY_SHARDS:-4}" --date "$${NIGHTLY_DATE:-}" \
-		--repeat "$${NIGHTLY_REPEAT:-}"
+		--repeat "$${NIGHTLY_REPEAT:-}" $${NIGHTLY_PLAN:+--file "$$NIGHTLY_PLAN"}
 
 nightly-shard: install
 	set --; if [ "$${NIGHTLY_SUITE:-}" = torchbench ]; then set -- --torchbench-dir "$${TORCHBENCH_DIR:-torchbench}"; fi; \

@@ -118,7 +118,7 @@ def test_a_night_on_slurm_partial_then_completed_by_a_resubmitted_index(tmp_path
     first = _ids(_submit(env, "--shards", "3", "--date", DATE))
     assert first["array"] == "0-2"
     fake_slurm.wait_all(state, timeout=240)
-    assert (night / "plan.txt").read_text() == f"date={DATE}\ncount=3\nshards=[0, 1, 2]\n"
+    assert (night / "plan.txt").read_text().startswith(f"date={DATE}\ncount=3\nshards=[0, 1, 2]\nsettings={{")
     # One install, before any shard; each task ran its own shard of the plan's 3.
     calls = _calls(tmp_path)
     assert [c["targets"] for c in calls[:1]] == [["install"]]

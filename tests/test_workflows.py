@@ -340,7 +340,7 @@ def test_nightly_steps_on_fixtures(tmp_path):
     root, site = tmp_path / "nightly", tmp_path / "site"
     env = {"NIGHTLY_DATE": "2026-01-02", "NIGHTLY_SHARDS": "2"}
     plan = make("nightly-plan", root, site, **env)
-    assert plan.stdout == "date=2026-01-02\ncount=2\nshards=[0, 1]\n", plan.stderr
+    assert plan.stdout.startswith("date=2026-01-02\ncount=2\nshards=[0, 1]\nsettings={"), plan.stderr
     place_run(FIXTURES / "old.csv", root / "2026-01-01" / "performance.csv")  # the prior night
     split_into_shards(FIXTURES / "new.csv", root / "2026-01-02" / "shards")
 
