@@ -70,14 +70,19 @@ OTHER_VALUE = {
     "dtype": ["--bfloat16"],
     "dynamic": ["--dynamic-shapes"],
     "inputs": ["--randomize-input"],
+    "iterations_per_run": ["--iterations-per-run", "2"],
     "repeat": ["--repeat", "7"],
     "warmup": ["--warmup", "2"],
     "seed": ["--seed", "5"],
 }
 
 
+# --profile applies to PyTorch's suites only: its own test below.
+APART = ("profile",)
+
+
 def test_each_setting_a_flag_changes_is_on_the_row_and_in_the_key_when_it_changes_what_is_measured():
-    run_wide = [s for s in schema.SETTINGS if s.of]
+    run_wide = [s for s in schema.SETTINGS if s.of and s.column not in APART]
     assert sorted(OTHER_VALUE) == sorted(s.column for s in run_wide)
     default = _config()
     default_row = {**rows.row_base(default, "resnet18", 1), "backend": "eager"}
@@ -93,6 +98,19 @@ def test_each_setting_a_flag_changes_is_on_the_row_and_in_the_key_when_it_change
                 assert other.output != default.output, setting.column
         else:
             assert store.experiment_key(row) == store.experiment_key(default_row), setting.column
+
+
+def test_the_small_profile_is_on_the_row_in_the_key_and_the_file_name():
+    argv = ["--backend=eager", "--only", "BertForMaskedLM", "--suite", "huggingface"]
+    default = cli.make_config(cli.build_parser().parse_args(argv))
+    small = cli.make_config(cli.build_parser().parse_args([*argv, "--profile", "small"]))
+    default_row = {**rows.row_base(default, "BertForMaskedLM"), "backend": "eager"}
+    small_row = {**rows.row_base(small, "BertForMaskedLM"), "backend": "eager"}
+    assert (default_row["profile"], small_row["profile"]) == (None, "small")
+    assert (default_row["batch_size"], small_row["batch_size"]) == (16, 1)  # PyTorch's CPU list; small
+    assert store.experiment_key(small_row) != store.experiment_key({**small_row, "profile": None})
+    assert Path(small.output).name == "performance_inference_cpu_huggingface_small.csv"
+    assert Path(default.output).name == "performance_inference_cpu_huggingface.csv"
 
 
 def test_randomized_inputs_are_a_column_part_of_the_key_and_of_the_file_name():

@@ -53,7 +53,7 @@ def test_every_row_records_the_cpu(tmp_path, fault_models, capsys):
     assert sorted(zip(df["name"], df["status"])) == [("ok_mlp", "pass"), ("raise_on_load", "model_fail_to_load")]
     assert set(df["cpu_model"]) == {provenance.cpu_model()}
     assert set(df["cpu_count"]) == {os.cpu_count()}
-    assert set(df["schema_version"]) == {store.SCHEMA_VERSION} == {11}
+    assert set(df["schema_version"]) == {store.SCHEMA_VERSION} == {12}
     # Version 10: how busy other processes kept the machine while it was timed.
     assert (df.loc[df["status"] == "pass", "other_cores"] >= 0).all()
     assert df.loc[df["status"] != "pass", "other_cores"].isna().all()

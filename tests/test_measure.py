@@ -224,3 +224,28 @@ def test_adaptive_repeats_stop_at_the_most():
     timings = measure([clock.runner("a", [1.0])], lambda i, shape: (i,), warmup=1, repeat=6,
                       max_time=1e9, min_repeat=2, enough=lambda t: False, clock=clock)
     assert timings["a"].stop == "max" and len(timings["a"].samples_s) == 6
+
+
+def test_iterations_per_run_times_them_together_and_reports_per_iteration():
+    """--iterations-per-run 3: each timed sample is three iterations run back
+    to back (through the contender's ``run``, one device wait), divided by three;
+    the first call and warm-up stay single iterations."""
+    clock = FakeClock()
+    runs = []
+
+    def step(inputs):
+        clock.now += 10.0
+
+    def run(inputs, n):
+        runs.append(n)
+        clock.now += 1.0 * n + 3.0  # three iterations overlap: 1 s each plus one wait of 3 s
+
+    contender = Contender("back", step, run=run)
+    timings = measure([contender], lambda i, shape: ("x",), warmup=2, repeat=4, clock=clock,
+                      iterations_per_run=3)
+    assert runs == [3, 3, 3, 3]
+    assert timings["back"].first_call_s == 10.0
+    assert timings["back"].samples_s == [2.0] * 4  # (3 * 1 + 3) / 3
+    plain = clock.runner("plain", [4.0])
+    assert measure([plain], lambda i, shape: ("x",), warmup=1, repeat=2, clock=clock,
+                   iterations_per_run=2)["plain"].samples_s == [4.0, 4.0]  # no run: two steps, per step

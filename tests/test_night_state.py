@@ -1,7 +1,8 @@
 """Only a pass is green: every reader of a night's gate (the run's page, the
 dashboard's nights table, the issue, a cluster job's status) reads its
 ``compare.json``'s ``state`` through ``night.gate_state`` (its ``exit_code``
-for files written before the state was), never the verdict's words.
+for files written before the state was), never the verdict's words; a night
+no gate judged is not green either.
 
 The documents are built in the gate's contract: a top-level ``state`` of
 ``pass``, ``suspected``, ``fail`` or ``unjudged`` and its ``exit_code``
@@ -17,7 +18,8 @@ import pytest
 
 from benchmarks.nightly import cli as nightly_cli
 from benchmarks.nightly import notify
-from benchmarks.nightly.night import Night, gate_state, green
+from benchmarks.judge import verdict
+from benchmarks.nightly.night import STATE_EXIT, Night, gate_state
 from benchmarks.results import dashboard
 from benchmarks.results.dashboard import site
 from test_nightly import FIXTURES, place_run
@@ -38,29 +40,46 @@ DOCUMENTS = {
 }
 
 
+def _green(document):
+    return Night(DATE, Path(DATE), {}, document).green
+
+
 @pytest.mark.parametrize("state", sorted(DOCUMENTS))
 def test_the_state_is_read_and_only_a_pass_is_green(state):
     assert gate_state(DOCUMENTS[state]) == state
-    assert green(DOCUMENTS[state]) == (state == "pass")
+    assert _green(DOCUMENTS[state]) == (state == "pass")
 
 
 def test_the_words_of_the_verdict_are_never_read():
     """A document whose verdict says PASS but whose state is unjudged is not
     green; one whose words say FAIL but whose state is pass is."""
-    assert not green({"state": "unjudged", "exit_code": 3, "verdict": "PASS: 4 inconclusive"})
-    assert green({"state": "pass", "exit_code": 0, "verdict": "FAIL (words only)"})
+    assert not _green({"state": "unjudged", "exit_code": 3, "verdict": "PASS: 4 inconclusive"})
+    assert _green({"state": "pass", "exit_code": 0, "verdict": "FAIL (words only)"})
 
 
-@pytest.mark.parametrize("code, state", [(0, "pass"), (1, "fail"), (3, "unjudged"), (4, "suspected"),
-                                         (2, "unjudged"), (143, "unjudged")])
+def test_the_judge_and_the_readers_share_the_exit_statuses():
+    assert verdict.EXIT_CODES is STATE_EXIT
+    assert STATE_EXIT == {"pass": 0, "fail": 1, "unjudged": 3, "suspected": 4}
+
+
+@pytest.mark.parametrize("code, state", [(0, "pass"), (1, "fail"), (3, None), (2, None), (143, None)])
 def test_a_file_without_a_state_is_read_by_its_exit_code(code, state):
+    """The old format (a verdict, no state) knew only pass and fail."""
     assert gate_state({"verdict": "whatever", "exit_code": code}) == state
 
 
 @pytest.mark.parametrize("document", [{}, {"verdict": "PASS"}, {"state": "green", "verdict": "PASS"},
-                                      {"exit_code": True}, {"exit_code": "0"}])
-def test_a_document_that_says_no_state_is_unjudged(document):
-    assert gate_state(document) == "unjudged"
+                                      {"exit_code": 0}, {"exit_code": "0", "verdict": "PASS"}])
+def test_a_document_that_says_no_state_is_not_judged_and_not_green(document):
+    assert gate_state(document) is None
+    assert not _green(document)
+
+
+@pytest.mark.parametrize("document", [{"state": "green", "verdict": "PASS"}, {"exit_code": 0}])
+def test_the_state_step_reads_a_document_without_a_state_as_unjudged(tmp_path, capsys, document):
+    _night(tmp_path, document)
+    assert nightly_cli.main(["state", "--root", str(tmp_path / "nightly"), "--date", DATE]) == 3
+    assert capsys.readouterr().out == "state=unjudged\n"
 
 
 def _night(tmp_path, document, date=DATE):
@@ -111,10 +130,10 @@ def test_the_dashboard_colours_every_night_that_is_not_a_pass(tmp_path):
     table = site.nights_table(nights, data, {})
     rows = {d: next(r for r in table.split("<tr") if f"<td>{d}" in r) for d in dates}
     assert 'class=' not in rows["2026-01-01"].split(">")[0]
-    assert 'class="not-green"' in rows["2026-01-02"] and "SUSPECTED: " in rows["2026-01-02"]
+    assert 'class="not-green"' in rows["2026-01-02"] and "<td>SUSPECTED (1 slower" in rows["2026-01-02"]
     assert 'class="fail"' in rows["2026-01-03"]
     assert 'class="not-green"' in rows["2026-01-04"] and "UNJUDGED: INCONCLUSIVE" in rows["2026-01-04"]
-    assert [n.gate_failed for n in nights] == [False, False, True, False]
+    assert [n.gate_failed for n in nights] == [False, True, True, True]  # not green
 
 
 def test_an_unjudged_night_opens_an_issue(tmp_path, github):  # noqa: F811

@@ -9,12 +9,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from benchmarks import nightly
+from benchmarks.judge.verdict import Policy
 from benchmarks.nightly import gate, notify
 from benchmarks.nightly.night import NIGHT_FILE, update_json
-from test_policies import TONIGHT, _night, _remeasuring, _slow_first_call_night
+from test_gate import DATES, DRIFT, SMALL, STEADY, _write_night
 
+import yaml
+
+LAST, TONIGHT, NEXT = DATES[3], DATES[4], DATES[5]
 REPOSITORY = "team/bench"
-COMMITS = {"2026-01-03": "a" * 40, TONIGHT: "b" * 40, "2026-01-05": "c" * 40}
+COMMITS = {LAST: "a" * 40, TONIGHT: "b" * 40, NEXT: "c" * 40}
+POLICY = Policy.from_mapping(yaml.safe_load(SMALL))
 FLAGS = ["--performance", "--suite", "builtin", "--repeat", "8", "--use-xla-baseline", "--only", "x,y"]
 
 
@@ -69,32 +74,28 @@ def github(monkeypatch):
 
 
 def _stamp(root, date):
-    """The night's rows ran COMMITS[date]; its night.json records its flags and run."""
-    csv = root / date / "performance.csv"
-    text = csv.read_text().splitlines()
-    header = text[0].split(",")
-    column = header.index("commit")
-    rows = [line.split(",") for line in text[1:]]
-    for row in rows:
-        row[column] = COMMITS[date]
-    csv.write_text("\n".join([text[0], *[",".join(r) for r in rows]]) + "\n")
+    """The night's night.json records its flags and run."""
     update_json(root / date / NIGHT_FILE, {"partial": "", "runner": {"flags": FLAGS},
                                            "run_url": f"https://github.com/{REPOSITORY}/actions/runs/7",
                                            "repository_url": f"https://github.com/{REPOSITORY}"})
 
 
+def _nights(root, dates, ratio=0.8, **kw):
+    for date in dates:
+        _write_night(root, date, {DRIFT: ratio, STEADY: 0.9}, seed=DATES.index(date), processes=4,
+                     process_spread=0.01, commit=COMMITS.get(date, "0" * 40), **kw)
+        _stamp(root, date)
+
+
 @pytest.fixture
 def red_nights(tmp_path):
-    """Baseline nights, then two red nights: a first-call and a memory
-    regression on the 4th, also a new failure on the 5th."""
-    entries = _slow_first_call_night(tmp_path)
-    for date in ("2026-01-03", TONIGHT):
-        _stamp(tmp_path, date)
-    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=_remeasuring(entries, [])) == 1
-    worse = [(n, kw) if n != "steady" else (n, dict(status="fail_to_run")) for n, kw in entries]
-    _night(tmp_path / "2026-01-05", worse, "performance.csv")
-    _stamp(tmp_path, "2026-01-05")
-    assert gate.run(tmp_path, "2026-01-05", gate.Policy(), remeasure=_remeasuring(worse, [])) == 1
+    """Steady nights, then two red ones: the trace-once backend 40% slower
+    (past fail_at_once) on the 5th, and m2 failing to run on the 6th."""
+    _nights(tmp_path, DATES[:4])
+    _nights(tmp_path, [TONIGHT], ratio=0.8 * 1.4)
+    assert gate.run(tmp_path, TONIGHT, POLICY) == 1
+    _nights(tmp_path, [NEXT], failing=("m2",))
+    assert gate.run(tmp_path, NEXT, POLICY) == 1
     return tmp_path
 
 
@@ -109,41 +110,45 @@ def test_two_red_nights_open_one_issue_then_comment_on_it(red_nights, github, ca
     assert all(auth == "Bearer t0ken" for *_, auth in github.calls)
     [issue] = github.issues
     assert issue["labels"] == [notify.LABEL]
-    assert issue["title"] == f"Nightly {TONIGHT}: FAIL (failed policies: first_call, host_memory)"
+    assert issue["title"] == f"Nightly {TONIGHT}: FAIL (2 row(s) failed)"
     text = issue["body"]
-    assert "| compiles | torchxla_trace_once | slower | 2.00x [1.88, 2.14] | first_call |" in text
-    assert "| grows | torchxla_trace_once | slower | 1.33x" in text
+    assert f"| m1 | {DRIFT} | fail | +41.1% | speedup | large: slower +41.1% against 4 night(s)" in text
     # Links: both nights' commits, the run, the page.
     assert f"[aaaaaaaaaaaa](https://github.com/{REPOSITORY}/commit/{'a' * 40})" in text
     assert f"[bbbbbbbbbbbb](https://github.com/{REPOSITORY}/commit/{'b' * 40})" in text
     assert f"(https://github.com/{REPOSITORY}/actions/runs/7)" in text and "(https://team.github.io/bench/)" in text
-    # The exact bisect command per regressed row: GOOD = the baseline night's commit, BAD = tonight's.
-    assert (f"python runner.py bisect {'a' * 40} {'b' * 40} --only compiles --backend torchxla_trace_once "
-            "--suite builtin --repeat 8 --use-xla-baseline --metric first-call") in text
-    assert f"--only grows --backend torchxla_trace_once --suite builtin --repeat 8 --use-xla-baseline " \
-           "--metric memory" in text
+    # The exact bisect command per flagged row: GOOD = the earlier night's commit, BAD = tonight's.
+    assert (f"python runner.py bisect {'a' * 40} {'b' * 40} --only m1 --backend {DRIFT} "
+            "--suite builtin --repeat 8 --use-xla-baseline") in text
     out = capsys.readouterr().out
-    assert f"::error title=Nightly {TONIGHT} first_call::compiles / torchxla_trace_once: slower, ratio 2.00x" in out
-    assert f"opened issue #1" in out
+    assert f"::error title=Nightly {TONIGHT} speedup::m1 / {DRIFT}: fail, change +41.1% (large: " in out
+    assert "opened issue #1" in out
 
     github.calls.clear()
-    assert _notify(red_nights, "2026-01-05") == 0
+    assert _notify(red_nights, NEXT) == 0
     assert [(m, p.split("?")[0]) for m, p, *_ in github.calls] == [
         ("GET", f"/repos/{REPOSITORY}/issues"), ("POST", f"/repos/{REPOSITORY}/issues/1/comments")]
     assert len(github.issues) == 1  # never a duplicate
     [(number, comment)] = github.comments
-    assert number == 1 and comment.startswith("# Nightly 2026-01-05: FAIL (1 new failure")
-    assert "| steady | torchxla_trace_once | new failure |" in comment
-    assert f"python runner.py bisect {'b' * 40} {'c' * 40} --only steady" in comment
+    assert number == 1 and comment.startswith(f"# Nightly {NEXT}: FAIL (")
+    assert "| m2 | " in comment and "new failure: failed (fail_to_run)" in comment
+    assert f"python runner.py bisect {'b' * 40} {'c' * 40} --only m2" in comment
     assert "commented on issue #1" in capsys.readouterr().out
 
 
 def test_a_green_night_tells_nobody(tmp_path, github, capsys):
-    _slow_first_call_night(tmp_path)
-    calm = [("compiles", dict(first_call=(1.5, 0.5))), ("grows", dict(host_mb=(900.0, 800.0)))]
-    assert gate.run(tmp_path, TONIGHT, gate.Policy(), remeasure=_remeasuring(calm, [])) == 0
+    _nights(tmp_path, DATES[:5])
+    assert gate.run(tmp_path, TONIGHT, POLICY) == 0
     assert _notify(tmp_path, TONIGHT) == 0
     assert github.calls == [] and "nobody to tell" in capsys.readouterr().out
+
+
+def test_an_unjudged_night_reaches_a_person(tmp_path, github, capsys):
+    _nights(tmp_path, [TONIGHT])
+    assert gate.run(tmp_path, TONIGHT, POLICY) == 3
+    assert _notify(tmp_path, TONIGHT) == 0
+    [issue] = github.issues
+    assert issue["title"].startswith(f"Nightly {TONIGHT}: UNJUDGED (")
 
 
 def test_a_refusing_api_is_exit_1_and_a_night_that_is_not_there_exit_2(red_nights, github, monkeypatch, capsys):
@@ -151,7 +156,7 @@ def test_a_refusing_api_is_exit_1_and_a_night_that_is_not_there_exit_2(red_night
     assert _notify(red_nights, TONIGHT) == 1
     assert "GitHub's API refused" in capsys.readouterr().err
     # A night without a gate is not a pass: it is told too.
-    assert _notify(red_nights, "2026-01-01") == 1
+    assert _notify(red_nights, DATES[0]) == 1
     assert "GitHub's API refused" in capsys.readouterr().err
     assert _notify(red_nights, "2025-12-31") == 2
     err = capsys.readouterr().err

@@ -3,6 +3,7 @@
 Each test compiles a small function with ``torchxla_trace_once``, calls it
 several times with changing inputs and compares with eager on the host.
 """
+import gc
 import warnings
 
 import pandas as pd
@@ -167,3 +168,103 @@ def test_harness_reports_fallback_ops_and_accuracy(tmp_path, fault_models, capsy
     assert row["accuracy"] == "pass" and row["status"] == "pass"
     assert set(row["fallback_ops"].split()) == {"histc", "median.dim_values"}
     assert "median.dim_values" in out.with_suffix(".md").read_text()
+
+
+# --- structured values between parts ------------------------------------------------
+# An op with no XLA lowering that returns a named tuple (cummin, median(dim),
+# mode, ...) runs on the host; the part after it must take its tensors as
+# inputs, be traced once, and keep no call's tensors.
+
+
+def _cummin(x):
+    c = torch.cummin(x, 0)
+    y = x * 2
+    return c.values + y, c.indices * 2, torch.cumprod((x * 3).long(), 0) + 1
+
+
+def _median_and_mode(x):
+    m = torch.median(x, 1)
+    o = torch.mode(x.round(), 1)
+    return m.values * o.values + 1, m.indices + o.indices
+
+
+def _host_and_lowered_pieces(x):
+    s, i = torch.sort(x, 1)
+    t = torch.topk(x, 2, 1)
+    mx = torch.max(x, 1)
+    nm = torch.nanmedian(x, 1)
+    lo, hi = torch.aminmax(x, dim=1)
+    return s[:, 0] + t.values[:, 1] + mx.values + nm.values + hi - lo, i * t.indices[:, :1], nm.indices
+
+
+def _frexp(x):
+    mantissa, exponent = torch.frexp(x * 3)
+    return mantissa * 2, exponent + 1
+
+
+def _live_tensors() -> int:
+    gc.collect()
+    return sum(isinstance(o, torch.Tensor) for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("fn", [_cummin, _median_and_mode, _host_and_lowered_pieces, _frexp])
+def test_a_structured_host_result_between_parts_is_traced_once(fn):
+    """Many calls on new values of one shape: each checked against eager, no
+    trace after the first call, and no tensors left behind by any call."""
+    from torch._dynamo.utils import counters
+
+    compiled, _ = _graphs(fn)
+    traces, live = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in range(12):
+            x = torch.randn(4, 5, generator=torch.Generator().manual_seed(call))
+            got = compiled(x.to(DEVICE))
+            for k, (g, w) in enumerate(zip(got, fn(x))):
+                assert g.device.type == "xla"
+                torch.testing.assert_close(g.cpu(), w, msg=f"call {call}, output {k}")
+            del got
+            traces.append(counters["trace_once"]["traces"])
+            live.append(_live_tensors())
+    assert traces[1:] == [traces[1]] * 11, f"traces so far, call by call: {traces}"
+    assert live[-1] <= live[2], f"live tensors, call by call: {live}"
+
+
+def test_runners_per_value_are_bounded():
+    """A graph keyed by a number (an int it is handed) keeps at most
+    ``MAX_RUNNERS`` runners, the least recently used dropped first."""
+    from xla_backends.trace_once.driver import MAX_RUNNERS
+
+    compiled = TraceOnce(torch.fx.symbolic_trace(lambda x, n: x * n + n))
+    x = torch.arange(3.0).to(DEVICE)
+    for n in list(range(MAX_RUNNERS + 5)) + [0, 1]:
+        torch.testing.assert_close(compiled(x, n).cpu(), torch.arange(3.0) * n + n)
+        assert len(compiled.runners) <= MAX_RUNNERS
+    assert len(compiled.runners) == MAX_RUNNERS
+
+
+def _takes_structured(c, pair, named, y):
+    return c[0] * y + c.indices, pair[0] - pair[1] * named["k"], named["v"] + 1
+
+
+def test_structured_arguments_become_inputs():
+    """A graph handed structured values (a ``torch.return_types`` tuple, a
+    list, a dict of tensors) takes their tensors as inputs: one runner, one
+    trace, no call's tensors kept."""
+    from torch._dynamo.utils import counters
+
+    compiled = TraceOnce(torch.fx.symbolic_trace(_takes_structured))
+    counters["trace_once"].clear()
+    live = []
+    for call in range(8):
+        x, y = (torch.randn(5, generator=torch.Generator().manual_seed(call + k)) for k in (0, 9))
+        host = (torch.cummin(x, 0), [x, y], {"k": y * 2, "v": x.abs()}, y)
+        ours = (torch.cummin(x.to(DEVICE), 0), [x.to(DEVICE), y.to(DEVICE)],
+                {"k": (y * 2).to(DEVICE), "v": x.abs().to(DEVICE)}, y.to(DEVICE))
+        for k, (g, w) in enumerate(zip(compiled(*ours), _takes_structured(*host))):
+            torch.testing.assert_close(g.cpu(), w, msg=f"call {call}, output {k}")
+        del ours
+        live.append(_live_tensors())
+    assert counters["trace_once"]["traces"] == 1, dict(counters["trace_once"])
+    assert len(compiled.runners) == 1
+    assert live[-1] <= live[1], f"live tensors, call by call: {live}"

@@ -304,7 +304,7 @@ def test_experiment_key_normalises_every_kind_of_row():
     assert store.experiment_key({**text_cells, "batch_size": "8.0"}) == key
     missing = store.experiment_key({**as_written, "mode": "", "suite": np.nan, "batch_size": pd.NA})
     assert (missing.mode, missing.suite, missing.batch_size) == (None, None, None)
-    assert key.settings == ("builtin", "xla", "cpu", 8, "training", "bf16", "static", None)
+    assert key.settings == ("builtin", "xla", "cpu", 8, "training", "bf16", "static", None, None, None)
 
 
 def test_experiment_key_of_version_1_rows_and_records():

@@ -10,6 +10,7 @@ dtypes, sizes, modes and state a user's code can throw at a graph.
 docs/backends.md's known-limits list says where torch_xla's own bridge differs.
 """
 import copy
+import math
 import os
 import warnings
 
@@ -876,3 +877,227 @@ def test_a_graph_that_cannot_be_cut_runs_lazily(xla):
                 torch.testing.assert_close(compiled(x).cpu(), masked(x).cpu())
     ours = [str(w.message) for w in caught if BACKEND in str(w.message)]
     assert any("re-traced on every call" in m for m in ours), ours
+
+
+# --- numbers read at run time ------------------------------------------------------
+# With ``capture_scalar_outputs`` the ``.item()`` is a node of the graph: it runs
+# on the host between two traced parts, and Python arithmetic on its value
+# must follow each call's value, never be kept from the trace.
+
+
+def _item_then_python_arithmetic(x, w, y):
+    s = (x * w).sum().item()
+    return y * s, x / (abs(s) + 10)
+
+
+def _sqrt_of_an_item(x):
+    s = x.abs().sum().item()
+    return x * math.sqrt(s) - s / 3
+
+
+def _int_item(x):
+    n = (x > 0).sum().item()
+    torch._check(n >= 0)  # a check on the number: run on the host too
+    return x * n, x + (n * 2 - 1)
+
+
+def _two_items_in_two_parts(x):
+    a = x.max().item()
+    y = (x - a).exp()
+    b = y.sum().item()
+    return y / b, x * (a + b)
+
+
+def _item_fills_a_tensor(x):
+    s = x.mean().item()
+    return x.new_full((3,), s * 2) + x[:3], x * s
+
+
+def _tolist(x):
+    a, b = x[:2].tolist()
+    return x * a + b
+
+
+@pytest.mark.parametrize("f, make", [
+    (_item_then_python_arithmetic, lambda call: (_randn(4, seed=call), _randn(4, seed=call + 1),
+                                                 _randn(4, seed=call + 2))),
+    (_sqrt_of_an_item, lambda call: (_randn(5, seed=call),)),
+    (_int_item, lambda call: (_randn(6, seed=call),)),
+    (_two_items_in_two_parts, lambda call: (_randn(5, seed=call),)),
+    (_item_fills_a_tensor, lambda call: (_randn(5, seed=call),)),
+    (_tolist, lambda call: (_randn(4, seed=call),)),
+], ids=["abs(s) + 10", "math.sqrt", "an int", "two items, two parts", "new_full", "tolist"])
+def test_a_number_read_with_item_in_the_graph_follows_each_call(against_eager, quiet, f, make):
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        against_eager(BACKEND, f, make, calls=4)
+
+
+def test_a_float_read_with_item_in_the_graph_is_traced_once(xla, bridge, quiet):
+    """The number and the arithmetic on it run on the host each call; the
+    part after them takes the result as an input: nothing traced again."""
+    compiled = _compile(_item_then_python_arithmetic)
+    traces = []
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        for call in range(5):
+            args = [_randn(4, seed=call + k) for k in range(3)]
+            got = compiled(*(a.to(xla) for a in args))
+            for g, w in zip(got, _item_then_python_arithmetic(*args)):
+                torch.testing.assert_close(g.cpu(), w, msg=f"call {call}")
+            traces.append(bridge["traces"])
+    assert traces[1:] == [traces[1]] * 4, traces
+
+
+def test_python_arithmetic_on_a_float_argument_is_not_a_constant(xla, bridge, quiet):
+    """Floats left unspecialised arrive as arguments: a number computed from
+    one in the graph (``abs(s) + 10``) follows it, and is not traced again."""
+    f = lambda x, s: (x / (abs(s) + 10), x * s)  # noqa: E731
+    with torch._dynamo.config.patch(specialize_float=False, automatic_dynamic_shapes=True):
+        compiled = _compile(f)
+        x = _randn(4, seed=0)
+        traces = []
+        for s in (2.0, -3.0, 5.5, -0.25, 7.0):
+            for g, w in zip(compiled(x.to(xla), s), f(x, s)):
+                torch.testing.assert_close(g.cpu(), w, msg=f"s = {s}")
+            traces.append(bridge["traces"])
+    assert traces[2:] == [traces[2]] * 3, traces
+
+
+# --- grad modes inside the graph -------------------------------------------------------
+# Tensors made under ``inference_mode`` are inference tensors, in eager: the
+# caller may not update them in place outside it.
+
+
+def _check_modes(compiled, f, make, device, calls=3):
+    """Call both on new values; each output as eager's (value, inference or
+    not, requiring grad or not); then the caller edits each output in place:
+    ours refuses where eager refuses, and inputs and outputs stay alike."""
+    from torch.utils import _pytree as pytree
+
+    for call in range(calls):
+        eager_in = make(call)
+        ours_in = tuple(t.clone().to(device) for t in eager_in)
+        want = pytree.tree_leaves(f(*eager_in))
+        got = pytree.tree_leaves(compiled(*ours_in))
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want)):
+            where = f"call {call}, output {k}"
+            torch.testing.assert_close(g.cpu(), w, msg=where)
+            assert g.is_inference() == w.is_inference(), f"{where}: is_inference {g.is_inference()}"
+            assert g.requires_grad == w.requires_grad, where
+        for e, o in zip(eager_in, ours_in):
+            torch.testing.assert_close(o.cpu(), e, msg=f"call {call}: input after the call")
+        for k, (g, w) in enumerate(zip(got, want)):
+            refused = []
+            for t in (w, g):
+                try:
+                    t.add_(100)
+                    refused.append(False)
+                except RuntimeError:
+                    refused.append(True)
+            assert refused[0] == refused[1], f"call {call}, output {k}: eager refused {refused[0]}"
+        for k, (g, w) in enumerate(zip(got, want)):
+            torch.testing.assert_close(g.cpu(), w, msg=f"call {call}, output {k} after the edits")
+        for e, o in zip(eager_in, ours_in):
+            torch.testing.assert_close(o.cpu(), e, msg=f"call {call}: input after the edits")
+
+
+def _inference_region(x):
+    a = x * 2
+    with torch.inference_mode():
+        b = x + 1
+        c = b * a
+    return a, b, c
+
+
+def _nested_modes(x, y):
+    with torch.inference_mode():
+        a = x * y
+        with torch.inference_mode(False):
+            b = x - y
+        c = a + 1
+    with torch.no_grad():
+        d = (x * 3).sin()
+        with torch.inference_mode():
+            e = d * 2
+    return a, b, c, d, e
+
+
+def _modes_around_in_place_ops(x, buf):
+    with torch.set_grad_enabled(False):
+        buf.add_(x.sum())
+    with torch.inference_mode():
+        buf.mul_(0.5)  # a normal tensor, updated inside: allowed
+        made = buf * 2
+        made.add_(1)
+    return made, buf * 1
+
+
+def _duplicates_and_constants_under_inference_mode(x):
+    with torch.inference_mode():
+        y = x.clone()
+        z = x.clone()
+        k = torch.ones(3, device=x.device)
+        v = (x * 2)[1:]
+    return y, z, k, v, x + 1
+
+
+def _inference_region_around_a_host_op(x):
+    a = x * 2
+    with torch.inference_mode():
+        m = torch.median(a, 0).values
+        b = a - m
+    return b, a + m
+
+
+@pytest.mark.parametrize("f, make", [
+    (_inference_region, lambda call: (_randn(4, seed=call),)),
+    (_nested_modes, lambda call: (_randn(3, seed=call), _randn(3, seed=call + 1))),
+    (_modes_around_in_place_ops, lambda call: (_randn(3, seed=call), _randn(2, seed=call + 5))),
+    (_duplicates_and_constants_under_inference_mode, lambda call: (_randn(3, seed=call),)),
+    (_inference_region_around_a_host_op, lambda call: (_randn(3, 2, seed=call),)),
+], ids=["a region", "nested and mixed", "around in-place ops", "duplicates, constants and views",
+        "around a host op"])
+def test_tensors_made_under_inference_mode_are_inference_tensors(xla, quiet, f, make):
+    _check_modes(_compile(f), f, make, xla)
+
+
+def test_a_graph_called_under_inference_mode_returns_inference_tensors(xla):
+    f = lambda x: (x * 2, x.sin())  # noqa: E731
+    compiled = _compile(f)
+
+    def under_inference_mode(fn):
+        def call(*args):
+            with torch.inference_mode():
+                return fn(*args)
+        return call
+
+    _check_modes(under_inference_mode(compiled), under_inference_mode(f), lambda call: (_randn(3, seed=call),),
+                 xla)
+    _check_modes(compiled, f, lambda call: (_randn(3, seed=call),), xla)
+
+
+def test_a_number_the_trace_computed_from_a_float_is_never_fed_as_a_constant(xla):
+    """Traced as it is (no host run before it), ``abs(s) + 10`` is a
+    parameter holding neither stand-in: the floats are not taken as inputs
+    of one executable, and the graph is traced per value."""
+    from xla_backends.trace_once import _xlac
+    from xla_backends.trace_once.plan import make_plan
+    from xla_backends.trace_once.scalars import fed_by_floats, stand_ins
+    from xla_backends.trace_once.trace import run, tracing
+
+    gm = torch.fx.symbolic_trace(lambda x, s: x / (abs(s) + 10) + x * s)
+    args = (torch.ones(3, device=xla), 0.5)
+    device = str(xla)
+    with tracing(device, args):
+        seed = _xlac.rng_seed(device)
+        first = make_plan(run(gm, stand_ins(args, (1,), 0), device))
+        assert fed_by_floats(gm, args, device, (1,), seed, first) is None
+
+
+@pytest.mark.parametrize("backend", [BACKEND, "torchxla_trivial"])
+def test_host_inputs_and_tensors_made_under_inference_mode(quiet, backend):
+    """With host tensors only the graph runs on the XLA device: the host
+    copies of what it made under ``inference_mode`` are inference tensors."""
+    f = _nested_modes
+    _check_modes(torch.compile(f, backend=backend), f,
+                 lambda call: (_randn(3, seed=call), _randn(3, seed=call + 1)), "cpu")

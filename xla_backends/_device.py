@@ -182,7 +182,13 @@ def run_on_xla(fn, args, positions, devices=()):
             return t
         if id(t) in caller_of:
             return caller_of[id(t)]
-        return t.to(host) if is_xla(t) else t
+        if not is_xla(t):
+            return t
+        if t.is_inference() != torch.is_inference_mode_enabled():
+            # Made under another mode in the graph (``inference_mode``): its copy too.
+            with torch.inference_mode(t.is_inference()):
+                return t.to(host)
+        return t.to(host)
 
     leaves, spec = pytree.tree_flatten(out)
     devices = devices if len(devices) == len(leaves) else [None] * len(leaves)

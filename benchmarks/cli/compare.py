@@ -31,7 +31,7 @@ def _compare_parser(prog: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--plot", metavar="PATH", help="also write the comparison chart (PNG) here")
     parser.add_argument("--gate-config", metavar="YAML",
                         help="the policies of the other metrics (first call, peak memory, pass rate) "
-                        "and their thresholds (default configs/gate.yaml); the flags above set speedup's")
+                        "and their thresholds (default configs/compare.yaml); the flags above set speedup's")
     return parser
 
 
@@ -154,7 +154,7 @@ def compare_main(argv: list[str], prog: str = f"{PROG} compare") -> int:
 
 
 def policy_verdicts(comparison, olds, news, config: str | None) -> list:
-    """Every policy of ``config`` (default configs/gate.yaml): steady speedup
+    """Every policy of ``config`` (default configs/compare.yaml): steady speedup
     as ``comparison`` judged it (the flags set its policy), the others judged
     by their own (``benchmarks.results.policies``)."""
     from benchmarks.results import policies

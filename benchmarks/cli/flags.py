@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.run.config import COMPILE_STEPS, SUITES
+from benchmarks.run.config import COMPILE_STEPS, PROFILES, SUITES
 from benchmarks.usage import Parser, UsageError
 
 PROG = "runner.py"
@@ -81,7 +81,12 @@ def _selection(p: argparse.ArgumentParser) -> None:
                      help="skip these models, named exactly (case-insensitively; repeatable, commas)")
     sel.add_argument("--suite", choices=SUITES, default="builtin",
                      help="seed: the ten models of the first experiment; builtin: all our "
-                          "models (default); torchbench: a pytorch/benchmark checkout's")
+                          "models (default); torchbench: a pytorch/benchmark checkout's; huggingface, "
+                          "timm_models: PyTorch's own suites, from its list files (configs/pytorch/)")
+    sel.add_argument("--profile", choices=PROFILES, default=None,
+                     help="with --suite huggingface or timm_models on --device cpu: small, batch size 1, "
+                          "sequences of at most 128 tokens and at most two layers (configs/pytorch/), "
+                          "which fits two cores (default: PyTorch's CPU batch sizes, the models whole)")
     sel.add_argument("--torchbench-dir", metavar="DIR",
                      help="the pytorch/benchmark checkout for --suite torchbench "
                           "(default: torchbenchmark from PYTHONPATH)")
@@ -120,6 +125,11 @@ def _measurement(p: argparse.ArgumentParser) -> None:
                         "runner (default: one per CPU the worker may use)")
     m.add_argument("--cpu-affinity", metavar="CPUS",
                    help="pin each worker to these CPUs, as taskset -c takes them (e.g. 0-3,6)")
+    m.add_argument("--iterations-per-run", type=int, default=1, metavar="N",
+                   help="performance: run N iterations back to back in each timed sample, the device "
+                        "waited for once at their end, as PyTorch's harness does (on XLA one iteration's "
+                        "tracing then overlaps the last one's execution); latencies stay per iteration "
+                        "(default 1)")
     m.add_argument("--warmup", type=int, default=3, help="warm-up calls; the first is timed alone (default 3)")
     m.add_argument("--device", "--devices", "-d", type=_device, default="cpu",
                    help=f"XLA device (PJRT_DEVICE): {', '.join(sorted(DEVICES))} (default cpu)")

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.run.affinity import parse_cpus
-from benchmarks.run.config import TORCH_XLA_BACKENDS, RunConfig
+from benchmarks.run.config import PYTORCH_SUITES, TORCH_XLA_BACKENDS, RunConfig
 from benchmarks.usage import UsageError
 from benchmarks.cli.flags import (ADAPTIVE_MAX_REPEAT, DEFAULT_BACKENDS, DEFAULT_MIN_REPEAT,
                     DEFAULT_PROCESS_REPEAT, DEFAULT_PROCESSES, DEFAULT_REPEAT,
@@ -114,7 +114,7 @@ def _plan(config: RunConfig, settings, overwrite: bool = False) -> tuple[str, in
     from benchmarks.results.report import report_files
     from benchmarks.results.store import has_outputs, logs_path, partial_path
 
-    profile = "cpu" if config.device == "cpu" else "accelerator"
+    profile = config.profile
     pending = _pending(config)
     rows = [(name, _batch_size_label(name, settings, config.suite, profile, config.training,
                                      config.batch_size, config.batch_sizes),
@@ -197,6 +197,7 @@ def _config(args: argparse.Namespace, settings=None) -> RunConfig:
         max_time=args.max_time, min_repeat=args.min_repeat or DEFAULT_MIN_REPEAT,
         target_ci=args.target_ci or DEFAULT_TARGET_CI, threads=args.threads,
         cpu_affinity=parse_cpus(args.cpu_affinity), compile_step=args.compile_step,
+        size_profile=args.profile, iterations_per_run=args.iterations_per_run,
     )
     output = Path(args.output) if args.output else Path(args.output_directory, config.experiment.file_name())
     try:
@@ -295,6 +296,15 @@ def _check_numbers(args) -> None:
     parse_cpus(args.cpu_affinity)
     if args.compile_step and not args.training:
         raise UsageError("--compile-step compiles a training step; add --training")
+    if args.profile is not None and args.suite not in PYTORCH_SUITES:
+        raise UsageError(f"--profile {args.profile} applies to --suite {' or '.join(PYTORCH_SUITES)} (the "
+                         "built-in models' cpu profile already fits two cores)")
+    if args.profile is not None and args.device != "cpu":
+        raise UsageError(f"--profile {args.profile} sizes a cpu run; drop it with --device {args.device}")
+    if args.iterations_per_run < 1:
+        raise UsageError(f"--iterations-per-run must be at least 1, got {args.iterations_per_run}")
+    if args.iterations_per_run > 1 and args.accuracy:
+        raise UsageError("--iterations-per-run times several iterations per sample; it applies to --performance")
     if args.warmup < 1:
         raise UsageError(f"--warmup must be at least 1 (the first call is timed), got {args.warmup}")
     if args.timeout is not None and not args.timeout > 0:
@@ -459,13 +469,17 @@ def _batch_size_label(name: str, settings, suite: str, profile: str, training: b
         return str(override)
     if suite == "torchbench" and not settings.lists(name):
         return "TorchBench's default"
+    if suite in PYTORCH_SUITES and not settings.lists(name):
+        from benchmarks.run.rows import pytorch_batch_size
+
+        return str(pytorch_batch_size(suite, name, profile))
     return str(settings.for_model(name).batch_size(profile, training))
 
 
 def _model_listing(names, settings, args) -> str:
     from tabulate import tabulate
 
-    profile = "cpu" if args.device == "cpu" else "accelerator"
+    profile = args.profile or ("cpu" if args.device == "cpu" else "accelerator")
     rows = [(n, _batch_size_label(n, settings, args.suite, profile, False),
              _batch_size_label(n, settings, args.suite, profile, True)) for n in names]
     return tabulate(rows, headers=("model", f"batch size ({profile})", "training batch size"))

@@ -109,7 +109,8 @@ def _why_unusable(night: Night) -> str:
     return ""
 
 
-def _earlier_night(root: Path, folder: Path) -> tuple[Night | None, str]:
+def earlier_night(folder: Path) -> tuple[Night | None, str]:
+    """The night in ``folder`` and why it cannot be a baseline (``""``: it can)."""
     try:
         night = Night.read(folder)
     except ValueError as err:
@@ -129,7 +130,7 @@ def choose_baseline(root: Path, date: str, window: int = DEFAULT_NIGHTS, pin: st
         folder = root / pin
         if not (folder / RESULT).is_file():
             raise UsageError(f"--pin {pin}: no night {folder / RESULT}")
-        night, why = _earlier_night(root, folder)
+        night, why = earlier_night(folder)
         if why:
             raise UsageError(f"--pin {pin} cannot be a baseline ({why})")
         return Baseline("pinned", (night.csv,), (pin,), window=1)
@@ -138,7 +139,7 @@ def choose_baseline(root: Path, date: str, window: int = DEFAULT_NIGHTS, pin: st
     for folder in reversed(night_folders(root, before=date)):
         if len(chosen) == window:
             break
-        night, why = _earlier_night(root, folder)
+        night, why = earlier_night(folder)
         if not why:
             chosen.append(night)
         else:

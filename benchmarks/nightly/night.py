@@ -44,19 +44,19 @@ SHARD_META = re.compile(r"^shard-(\d+)\.json$")
 # night.  A night recorded without a kind ran before kinds were: scheduled.
 SCHEDULED, AD_HOC = "scheduled", "ad-hoc"
 KINDS = (SCHEDULED, AD_HOC)
+# The gate's states (benchmarks.judge.verdict), and the row marks that flag.
+PASS, SUSPECTED, UNJUDGED, FAIL = "pass", "suspected", "unjudged", "fail"
+STATES = (PASS, SUSPECTED, UNJUDGED, FAIL)
+FLAGGED = (FAIL, SUSPECTED)
+# The exit status of each state (the gate's, ``nightly state``'s, merge.sh's,
+# a job's).  Only a pass is green: a night that judged nothing (or too
+# little), or whose slowdown is not yet confirmed, is as much not green as a
+# failed one, for every reader.
+STATE_EXIT = {PASS: 0, FAIL: 1, UNJUDGED: 3, SUSPECTED: 4}
 # What a night keeps on the results branch (shard files and worker logs go to
 # the run's artifacts only).
 PUBLISHED = (RESULT, "performance.jsonl", REPORT, "performance.png", "performance_graph_breaks.csv",
              NIGHT_FILE, COMPARE_MD, VERDICT_FILE, COMPARE_PNG)
-
-# What the gate made of a night (compare.json's "state"), and the exit status
-# each has (the gate's, merge.sh's, a job's).  Only a pass is green: a night
-# that judged nothing (or too little), or whose slowdown is not yet confirmed,
-# is as much not green as a failed one, for every reader.
-PASS, SUSPECTED, FAIL, UNJUDGED = "pass", "suspected", "fail", "unjudged"
-STATES = (PASS, SUSPECTED, FAIL, UNJUDGED)
-STATE_EXIT = {PASS: 0, FAIL: 1, UNJUDGED: 3, SUSPECTED: 4}
-
 
 # --------------------------------------------------------------------------
 # Paths and dates
@@ -149,30 +149,6 @@ def update_json(path: Path, value: Mapping[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------
-# The gate's state
-
-
-def gate_state(document: Mapping[str, Any]) -> str:
-    """The state of a night's gate from its ``compare.json`` ``document``:
-    its ``state`` when it records one of ``STATES``, else the state of its
-    ``exit_code`` (files written before the state was), else ``UNJUDGED``: a
-    document that says neither (or none: no gate finished) judged nothing
-    anyone can read.  The verdict's words are for people and never read."""
-    state = document.get("state")
-    if state in STATES:
-        return state
-    code = document.get("exit_code")
-    if isinstance(code, int) and not isinstance(code, bool):
-        return next((s for s, c in STATE_EXIT.items() if c == code), UNJUDGED)
-    return UNJUDGED
-
-
-def green(document: Mapping[str, Any]) -> bool:
-    """Whether the gate passed the night: the only state that is green."""
-    return gate_state(document) == PASS
-
-
-# --------------------------------------------------------------------------
 # Nights
 
 
@@ -232,29 +208,39 @@ class Night:
         return self.kind == AD_HOC
 
     @property
+    def state(self) -> str | None:
+        """The gate's state (``pass``, ``suspected``, ``unjudged``, ``fail``;
+        None: not judged), read from ``compare.json``'s fields; a verdict of
+        the old format by its exit code."""
+        return gate_state(self.gate)
+
+    @property
     def verdict(self) -> str | None:
-        value = self.gate.get("verdict")
-        return None if value is None else str(value)
+        """The state and its reasons, for display (never parsed)."""
+        state = self.state
+        if state is None:
+            return None
+        reasons = self.gate.get("reasons")
+        if isinstance(reasons, list) and reasons:
+            return f"{state.upper()} ({'; '.join(map(str, reasons))})"
+        old = self.gate.get("verdict")
+        return old if isinstance(old, str) else state.upper()
 
     @property
     def not_judged(self) -> str:
         """Why the night has no verdict, when its gate did not finish (``""``: it did)."""
-        return "" if self.verdict else str(self.meta.get("not_judged") or "")
-
-    @property
-    def state(self) -> str:
-        """The gate's state of the night (``gate_state``): ``UNJUDGED`` when
-        no gate finished."""
-        return gate_state(self.gate)
+        return "" if self.state else str(self.meta.get("not_judged") or "")
 
     @property
     def green(self) -> bool:
+        """Whether the gate passed the night: the only state that is green
+        (a night no gate judged is not)."""
         return self.state == PASS
 
     @property
     def gate_failed(self) -> bool:
-        """A confirmed regression (not merely not green: see ``green``)."""
-        return self.state == FAIL
+        """The gate judged the night and it is not green (anything but ``pass``)."""
+        return self.state not in (None, PASS)
 
     @property
     def run_url(self) -> str | None:
@@ -263,6 +249,28 @@ class Night:
     @property
     def repository_url(self) -> str | None:
         return _url(self.meta.get("repository_url"))
+
+
+def gate_state(gate: Mapping[str, Any]) -> str | None:
+    """``compare.json``'s state; for a verdict of the old format (no state)
+    its exit code: 0 pass, 1 fail; None when the night was not judged."""
+    state = gate.get("state")
+    if state in STATES:
+        return state
+    return {0: PASS, 1: FAIL}.get(gate.get("exit_code")) if "verdict" in gate else None
+
+
+def flagged_rows(gate: Mapping[str, Any]) -> list[dict]:
+    """``{metric, name, backend, mark, rule, change, p_value, note}`` of
+    each row the gate flagged (failed or suspected), from its fields."""
+    found = []
+    for row in gate.get("rows") or ():
+        if isinstance(row, dict) and row.get("mark") in FLAGGED and isinstance(row.get("key"), dict):
+            found.append({"metric": row.get("metric"), "name": row["key"].get("name"),
+                          "backend": row["key"].get("backend"), "mark": row["mark"], "rule": row.get("rule"),
+                          "change": row.get("change"), "p_value": row.get("p_value"),
+                          "note": row.get("note") or ""})
+    return found
 
 
 def night_folders(root: Path, before: str | None = None) -> list[Path]:

@@ -1,29 +1,31 @@
-"""``python -m benchmarks.nightly notify``: a red night reaches a person.
+"""``python -m benchmarks.nightly notify``: a night that is not green reaches a person.
 
-When the night is not green (``compare.json``'s state, ``night.gate_state``,
-is anything but ``pass``: failed, suspected or unjudged), it opens a GitHub issue for the night -- or, when an issue with the label
-(``--label``, default ``nightly-regression``) is already open, comments on
-that one instead, so red nights never pile up duplicates -- and prints a
-``::error`` workflow annotation per failing row.  The issue says:
+When the night's gate did not pass (``compare.json``'s ``state``: ``fail``,
+``suspected`` or ``unjudged``), or no gate judged it (no ``compare.json``:
+the gate did not finish), it opens a GitHub issue for the night -- or,
+when an issue with the label (``--label``, default ``nightly-regression``)
+is already open, comments on that one instead, so nights never pile up
+duplicates -- and prints a ``::error`` workflow annotation per flagged row.
+The issue says:
 
-* the title: the night's date and its verdict (the counts of failing rows);
-* a table of the rows that failed it (steady-speedup rows, and every failed
-  policy's rows: mark, paired ratio and its interval, policy);
-* links to both nights' commits (the newest baseline night's and tonight's),
+* the title: the night's date, its state and the state's reasons;
+* a table of the rows the gate flagged (failed or suspected: metric, mark,
+  estimated change, the rule and its note);
+* links to both nights' commits (the newest earlier night's and tonight's),
   the CI run and the dashboard page;
 * the night's failures against the expected files (``expected`` in
   ``compare.json``): new failures apart from the known ones, flaky models
   and what to accept with ``runner.py update-expected``;
-* for each regressed row, the exact ``runner.py bisect`` command that finds
-  the commit (GOOD: the baseline night's commit, BAD: tonight's; the night's
-  runner flags; ``--metric`` of its policy).
+* for each flagged row, the exact ``runner.py bisect`` command that finds
+  the commit (GOOD: the earlier night's commit, BAD: tonight's; the night's
+  runner flags; ``--metric`` of its metric).
 
 It runs in a job that installs nothing and holds only ``issues: write``: the
 standard library only (``urllib``), the token from ``GITHUB_TOKEN``, the API
 at ``GITHUB_API_URL`` and the repository ``GITHUB_REPOSITORY`` (set by
-Actions).  A green night does nothing.  Exit status: 0
-(also when notified: the gate already failed the run), 1 when the API
-refused, 2 bad input.
+Actions).  A green night does nothing.  Exit status: 0 (also when
+notified: the gate already set the run's status), 1 when the API refused,
+2 bad input.
 """
 from __future__ import annotations
 
@@ -40,14 +42,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmarks.nightly.night import RESULT, Night
+from benchmarks.nightly.night import PASS, RESULT, Night, flagged_rows, night_folders
 from benchmarks.results import expected
 from benchmarks.usage import UsageError
 
 LABEL = "nightly-regression"
 MAX_ROWS = 50  # an issue body stays readable (and under GitHub's size limit)
-# compare's marks that fail a night (its gating marks under any policy).
-FAILING_MARKS = ("slower", "new failure", "removed", "missing", "inconclusive")
 # A policy's metric, as ``runner.py bisect --metric`` names it.
 BISECT_METRIC = {"first_call": "first-call", "host_memory": "memory", "device_memory": "memory"}
 
@@ -73,47 +73,20 @@ def _commit(csv_path: Path) -> str:
 
 
 def _baseline_night(night: Night) -> Night | None:
-    """The newest night the gate judged against, when its words name one."""
-    dates = re.findall(r"\d{4}-\d{2}-\d{2}", str(night.gate.get("baseline") or night.gate.get("old") or ""))
-    dates = [d for d in dates if d < night.date and (night.folder.parent / d / RESULT).is_file()]
-    return Night.read(night.folder.parent / max(dates), on_error=lambda why: None) if dates else None
+    """The newest earlier night with results: what tonight's rows were judged after."""
+    earlier = [f for f in night_folders(night.folder.parent, before=night.date) if (f / RESULT).is_file()]
+    return Night.read(earlier[-1], on_error=lambda why: None) if earlier else None
 
 
-def _ratio(row: dict) -> str:
-    ratio = row.get("ratio")
-    if ratio is None and isinstance(row.get("change"), (int, float)):
-        ratio = 1 + row["change"]
-        low, high = (1 + row[k] if isinstance(row.get(k), (int, float)) else None
-                     for k in ("change_low", "change_high"))
-    else:
-        low, high = row.get("low"), row.get("high")
-    if not isinstance(ratio, (int, float)):
-        return "-"
-    return f"{ratio:.2f}x" + (f" [{low:.2f}, {high:.2f}]" if isinstance(low, (int, float))
-                              and isinstance(high, (int, float)) else "")
+def _change(row: dict) -> str:
+    change = row.get("change")
+    return f"{change:+.1%}" if isinstance(change, (int, float)) and change == change else "-"
 
 
 def failing_rows(gate: dict) -> list[dict]:
-    """``{policy, name, backend, mark, ratio, note}`` of every row that failed the night."""
-    rows = [{"policy": "speedup", "name": r.get("name"), "backend": r.get("backend"), "mark": r.get("mark"),
-             "ratio": _ratio(r), "note": r.get("note") or ""}
-            for r in gate.get("rows") or () if isinstance(r, dict) and r.get("mark") in _gating(gate)]
-    for policy in gate.get("policies") or ():
-        if isinstance(policy, dict) and policy.get("verdict") == "FAIL" and policy.get("policy") != "speedup":
-            rows += [{"policy": policy["policy"], "name": r.get("name"), "backend": r.get("backend"),
-                      "mark": r.get("mark"), "ratio": _ratio(r), "note": r.get("note") or ""}
-                     for r in policy.get("regressed") or ()]
-    return rows
-
-
-def _gating(gate: dict) -> set[str]:
-    policy = gate.get("policy") or {}
-    marks = {"slower", "new failure"}
-    if not policy.get("allow_removed"):
-        marks |= {"removed", "missing"}
-    if policy.get("fail_on_inconclusive"):
-        marks.add("inconclusive")
-    return marks
+    """``{policy, name, backend, mark, change, note}`` of every row the gate flagged."""
+    return [{"policy": r["metric"], "name": r["name"], "backend": r["backend"], "mark": r["mark"],
+             "change": _change(r), "note": f"{r['rule']}: {r['note']}"} for r in flagged_rows(gate)]
 
 
 def bisect_command(good: str, bad: str, row: dict, flags: list[str]) -> str:
@@ -131,7 +104,7 @@ def bisect_command(good: str, bad: str, row: dict, flags: list[str]) -> str:
         else:
             kept.append(word)
     metric = BISECT_METRIC.get(row["policy"])
-    if row["mark"] == "new failure" and "--accuracy" in flags:
+    if row["note"].startswith("new failure") and "--accuracy" in flags:
         metric = "accuracy"
     words = ["python", "runner.py", "bisect", good or "GOOD", bad or "BAD", "--only", str(row["name"]),
              "--backend", str(row["backend"]), *kept, *(["--metric", metric] if metric else [])]
@@ -143,9 +116,13 @@ def _cell(text: Any) -> str:
 
 
 def headline(night: Night) -> str:
-    """The night's state and verdict: ``FAIL (1 slower)``, ``UNJUDGED: INCONCLUSIVE (...)``."""
-    verdict = night.verdict or (f"not judged ({night.not_judged})" if night.not_judged else "not judged")
-    return verdict if night.gate_failed else f"{night.state.upper()}: {verdict}"
+    """The night's state and its reasons (``FAIL (1 slower)``), the state
+    before words that do not start with it (``UNJUDGED: INCONCLUSIVE (...)``,
+    a file of the old format), or why no gate judged it."""
+    if night.state is None:
+        return f"NOT JUDGED ({night.not_judged})" if night.not_judged else "NOT JUDGED"
+    verdict = night.verdict or night.state.upper()
+    return verdict if verdict.upper().startswith(night.state.upper()) else f"{night.state.upper()}: {verdict}"
 
 
 def title(night: Night) -> str:
@@ -168,17 +145,18 @@ def body(night: Night, page: str) -> str:
         links.append(f"[the run]({night.run_url})")
     if page:
         links.append(f"[the dashboard]({page})")
-    parts += [" · ".join(links), "", f"Baseline: {night.gate.get('baseline') or night.gate.get('old') or '?'}", ""]
+    passed_over = night.gate.get("passed_over") or []
+    parts += [" · ".join(links), "", "Each row is judged against its own earlier nights (docs/gate.md)"
+              + (f"; passed over: {'; '.join(map(str, passed_over))}" if passed_over else "") + ".", ""]
     shown = rows[:MAX_ROWS]
-    parts += ["| model | backend | mark | paired ratio [95% interval] | policy | note |",
-              "|---|---|---|---|---|---|"]
-    parts += [f"| {_cell(r['name'])} | {_cell(r['backend'])} | {_cell(r['mark'])} | {_cell(r['ratio'])} | "
+    parts += ["| model | backend | mark | change | metric | rule: note |", "|---|---|---|---|---|---|"]
+    parts += [f"| {_cell(r['name'])} | {_cell(r['backend'])} | {_cell(r['mark'])} | {_cell(r['change'])} | "
               f"{_cell(r['policy'])} | {_cell(r['note'])} |" for r in shown]
     if len(rows) > len(shown):
         parts.append(f"\n... and {len(rows) - len(shown)} more rows: see the run.")
     if isinstance(night.gate.get("expected"), dict):
         parts += ["", expected.section(night.gate["expected"]).rstrip("\n")]
-    regressed = [r for r in shown if r["mark"] in ("slower", "new failure")]
+    regressed = shown
     if regressed:
         flags = [str(f) for f in night.runner.get("flags") or ()]
         parts += ["", "To find the commit of each regressed row:", "", "```sh"]
@@ -190,7 +168,7 @@ def body(night: Night, page: str) -> str:
 def annotations(night: Night) -> list[str]:
     """A ``::error`` workflow command per failing row."""
     return [f"::error title=Nightly {night.date} {r['policy']}::{r['name']} / {r['backend']}: {r['mark']}, "
-            f"ratio {r['ratio']}" + (f" ({r['note']})" if r["note"] else "")
+            f"change {r['change']} ({r['note']})"
             for r in failing_rows(dict(night.gate))]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks.nightly.night import PASS, STATE_EXIT, VERDICT_FILE, Night, night_dir
+from benchmarks.nightly.night import PASS, STATE_EXIT, UNJUDGED, VERDICT_FILE, Night, night_dir
 
 
 def add_arguments(p: argparse.ArgumentParser, step: str) -> None:
@@ -21,8 +21,9 @@ def add_arguments(p: argparse.ArgumentParser, step: str) -> None:
 
 def state(args: argparse.Namespace) -> int:
     night = Night.read(night_dir(args.root, args.date), on_error=lambda why: print(f"state: {why}", file=sys.stderr))
-    print(f"state={night.state}")
-    if night.state != PASS:
-        why = "" if night.gate else f" ({night.folder / VERDICT_FILE} not written: the gate did not finish)"
-        print(f"nightly: night {args.date} is not green: {night.state}{why}", file=sys.stderr)
-    return STATE_EXIT[night.state]
+    found = night.state or UNJUDGED  # no gate finished: nothing says the night is fine
+    print(f"state={found}")
+    if found != PASS:
+        why = "" if night.state else f" ({night.folder / VERDICT_FILE} not written or not readable: the gate did not finish)"
+        print(f"nightly: night {args.date} is not green: {found}{why}", file=sys.stderr)
+    return STATE_EXIT[found]

@@ -39,10 +39,11 @@ def expected_section(csv_path, folder: str | None) -> str:
 
 def state_line(night: Night) -> str:
     """One line saying that a judged night is not green, and why; ``""`` for a pass."""
-    if night.state == PASS:
+    state = night.state or UNJUDGED  # a report without a readable compare.json judged nothing
+    if state == PASS:
         return ""
-    return (f"**Nightly {night.date} is not green: {night.state.upper()}** (exit status "
-            f"{STATE_EXIT[night.state]}): {NOT_GREEN[night.state]}.\n\n")
+    return (f"**Nightly {night.date} is not green: {state.upper()}** (exit status "
+            f"{STATE_EXIT[state]}): {NOT_GREEN[state]}.\n\n")
 
 
 def summary(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ runs: Mann-Whitney U and a threshold).
 A metric with one pair per run needs as many runs per side as the test needs
 samples: pooled nights, or rounds of ``runner.py bisect``.  The first call
 has one pair per cold process: a night's three against the pooled nights'
-are enough for the test (``min_samples: 3`` in ``configs/gate.yaml``).
+are enough for the test (``min_samples: 3`` in ``configs/compare.yaml``).
 """
 from __future__ import annotations
 
@@ -133,9 +133,9 @@ METRICS = {m.name: m for m in (
 
 
 # --------------------------------------------------------------------------
-# Policies: which metric, what threshold, from configs/gate.yaml
+# Policies: which metric, what threshold, from configs/compare.yaml
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "configs" / "gate.yaml"
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "configs" / "compare.yaml"
 PASS_RATE = "pass_rate"
 
 
@@ -194,7 +194,7 @@ def _policy(path: Path, name: str, entry: Any) -> Policy:
 
 
 def load_policies(path: str | os.PathLike | None = None) -> tuple[Policy, ...]:
-    """The policies of ``path`` (default ``configs/gate.yaml``), in its order."""
+    """The policies of ``path`` (default ``configs/compare.yaml``), in its order."""
     path = Path(path) if path else DEFAULT_PATH
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.results import stats, store, tables
+from benchmarks.results import hud, pytorch_files, stats, store, tables
 
 DEFAULT_TITLE = "Speedup over baseline"
 ACCURACY_TITLE = "Accuracy against baseline"
@@ -522,6 +522,10 @@ def render_markdown(df: pd.DataFrame, title: str = DEFAULT_TITLE, plot: str | No
         parts += _accuracy_sections(df)
     else:
         parts += _speed_sections(df, plot)
+    summaries = hud.summarise(df)
+    if summaries:
+        headers, rows = hud.render(summaries)
+        parts += ["## Dashboard summary", "", hud.note(headers), "", tables.render(headers, rows, tables.MARKDOWN), ""]
     failed = failures(df, logs)
     if failed:
         listing = tables.render(["name", "backend", "status", "reason", "log"], [list(f) for f in failed], tables.MARKDOWN)
@@ -655,7 +659,8 @@ def report_files(csv_path: str | os.PathLike, accuracy: bool) -> list[Path]:
 
 def finish(csv_path: str | os.PathLike) -> str:
     """Render the stored rows: the plot (not for an accuracy run: verdicts
-    are no bars) and the markdown beside the CSV; returns the console report."""
+    are no bars), the markdown and PyTorch's files (``pytorch_files``)
+    beside the CSV; returns the console report."""
     # Here, not at the top: listing report_files (a dry run) needs no matplotlib.
     from benchmarks.results import plots
 
@@ -664,4 +669,5 @@ def finish(csv_path: str | os.PathLike) -> str:
     if store.plot_path(csv_path) in report_files(csv_path, is_accuracy(df)):
         png = plots.plot_speedups(df, store.plot_path(csv_path)).name
     write_markdown(csv_path, plot=png)
+    pytorch_files.write(csv_path)  # PyTorch's files, for its tools
     return render_console(df, store.logs_path(csv_path))

@@ -95,7 +95,15 @@ import pandas as pd
 #      where a process did not record it), so the gate leaves a loaded
 #      process out of the units it tests.  Records of version 10 are read
 #      with each process at the row's other_cores (their mean).
-SCHEMA_VERSION = 11
+# 12 -- PyTorch's suites and the rest of its columns: profile (--profile
+#      small; empty for the device's profile, as on every older row, part of
+#      the experiment's key), and what PyTorch's common.py writes under these
+#      names: calls_captured, unique_graph_breaks, fallbacks_to_eager,
+#      autograd_captures, autograd_compiles, cache_lookup_latency; and
+#      iterations_per_run (--iterations-per-run; empty for 1, as every older
+#      row timed, part of the key).  Rows of versions 1-11 did not record
+#      the statistics: read empty (unknown), never 0.
+SCHEMA_VERSION = 12
 
 STATUS_PASS = "pass"
 # Known failure statuses; a row may carry another string (the report shows
@@ -220,6 +228,15 @@ COLUMNS: list[Column] = [
     Column("compression_ratio", "float64", required=False),  # eager_peak_mem / dynamo_peak_mem
     # Version 10: the machine's load.
     Column("other_cores", "float64", required=False),  # cores other processes kept busy while timed (mean)
+    # Version 12: the profile, and PyTorch's dynamo statistics (``probes``).
+    Column("profile", "str", required=False),  # small (--profile small); empty: the device's profile
+    Column("calls_captured", "Int64", required=False),  # ops dynamo put in graphs (its calls_captured)
+    Column("unique_graph_breaks", "Int64", required=False),  # distinct graph-break reasons
+    Column("fallbacks_to_eager", "Int64", required=False),  # ops run on the host: no XLA lowering
+    Column("autograd_captures", "Int64", required=False),  # compiled autograd's captures
+    Column("autograd_compiles", "Int64", required=False),  # compiled autograd's compiles
+    Column("cache_lookup_latency", "float64", required=False),  # us of dynamo's cache lookup, two calls
+    Column("iterations_per_run", "Int64", required=False),  # --iterations-per-run; empty: 1
 ]
 
 CSV_COLUMNS: list[str] = [c.name for c in COLUMNS]
@@ -289,6 +306,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("inputs", ("--randomize-input",), of=lambda c: "random" if c.randomize_input else "fixed",
             caption="{} inputs", unknown="inputs not recorded", quiet="fixed",
             label=lambda v: "random_inputs" if v == "random" else None),
+    # Empty unless --profile names one: rows of the device's profile pair
+    # with the rows written before the column existed.
+    Setting("profile", ("--profile",), of=lambda c: c.size_profile, caption="{} profile",
+            unknown="device's profile", quiet="device's profile",
+            label=lambda v: v or None),
+    # Empty for 1 (one iteration per sample, as every older row timed).
+    Setting("iterations_per_run", ("--iterations-per-run",),
+            of=lambda c: c.iterations_per_run if c.iterations_per_run != 1 else None,
+            caption="{} iterations per run", unknown="1 iteration per run",
+            label=lambda v: f"{v}_iterations" if v else None),
     # On the row, not in the key: how precisely, not what, was measured.
     Setting("repeat", ("--repeat",), key=False, of=lambda c: c.repeat),
     Setting("warmup", ("--warmup",), key=False, of=lambda c: c.warmup),
@@ -346,7 +373,8 @@ class Experiment:
         (what it measures, mode, device, then each setting that differs from
         the default), so that runs of different experiments, such as
         ``make bench``'s and a one-model check, never meet in one file."""
-        order = ("mode", "dev", "suite", "baseline", "dtype", "dynamic", "inputs")
+        order = ("mode", "dev", "suite", "baseline", "dtype", "dynamic", "inputs", "profile",
+                 "iterations_per_run")
         labels = [SETTING_BY_COLUMN[c].label(self[c]) for c in order]
         return "_".join([self.measure, *(label for label in labels if label)]) + ".csv"
 
@@ -429,7 +457,7 @@ def latest(df: pd.DataFrame) -> pd.DataFrame:
 # What identifies an experiment
 
 
-class ExperimentKey(namedtuple("ExperimentKey", KEY_COLUMNS, defaults=(None,))):
+class ExperimentKey(namedtuple("ExperimentKey", KEY_COLUMNS, defaults=(None, None, None))):
     """The ``KEY_COLUMNS`` of a row, normalised: ``None`` where a value is
     missing (unknown), ``batch_size`` an int, everything else a string; the
     last (inputs, of schema version 6) unknown unless given."""
@@ -463,7 +491,7 @@ def _key_value(column: str, value: Any) -> Any:
         return None
     if column == "suite":
         return SAME_CODE_SUITE.get(str(value), str(value))
-    if column == "batch_size":
+    if column in ("batch_size", "iterations_per_run"):
         try:
             return int(float(value))
         except (TypeError, ValueError):

@@ -18,8 +18,14 @@ from benchmarks.results.schema import Experiment
 # runs the step under autocast (bf16, on the device that runs the step).
 PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "amp": None}
 # The suites (``benchmarks.run.suite``): seed, ten of the built-in models;
-# builtin, all of ours; torchbench, a pytorch/benchmark checkout's.
-SUITES = ("seed", "builtin", "torchbench")
+# builtin, all of ours; torchbench, a pytorch/benchmark checkout's;
+# huggingface and timm_models, PyTorch's own suites from its list files
+# (``benchmarks.models.pytorch_suites``).
+SUITES = ("seed", "builtin", "torchbench", "huggingface", "timm_models")
+PYTORCH_SUITES = ("huggingface", "timm_models")
+# --profile: the model sizes and batch sizes of a cpu run; small fits two
+# cores (PyTorch's suites only: the built-in models' cpu profile already does).
+PROFILES = ("small",)
 # torch_xla's backends: their graphs run on the XLA device, as ours
 # (``xla_backends.BACKENDS``) do; any other backend runs on the host
 # (``benchmarks.run.placement``).
@@ -79,6 +85,12 @@ class RunConfig:
     # Inference with autograd on: set per model by the worker from its
     # settings (``grad_in_inference``), never by the command line.
     grad_in_inference: bool = False
+    # --profile small: PyTorch's suites at batch size 1, shorter sequences and
+    # fewer layers (configs/pytorch/); None: the device's profile.
+    size_profile: str | None = None
+    # --iterations-per-run: iterations in each timed sample, run back to
+    # back with one device wait at the end, as PyTorch's harness times them.
+    iterations_per_run: int = 1
 
     @property
     def adaptive(self) -> bool:
@@ -90,7 +102,10 @@ class RunConfig:
 
     @property
     def profile(self) -> str:
-        """The batch-size column of configs/ that fits the device."""
+        """The batch-size column of configs/ that fits the device, or the
+        profile --profile names."""
+        if self.size_profile:
+            return self.size_profile
         return "cpu" if self.device == "cpu" else "accelerator"
 
     @property

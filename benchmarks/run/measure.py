@@ -65,6 +65,9 @@ class Contender:
     step: Callable[[tuple], Any]
     prepare: Callable[[tuple], tuple] = lambda inputs: inputs
     probe: Any = None  # a probes.Probe, told of each step outside the timer
+    # ``run(inputs, n)``: n iterations back to back, the device waited for
+    # once at the end (--iterations-per-run); None: n calls of ``step``.
+    run: Callable[[tuple, int], Any] | None = None
 
 
 @dataclass
@@ -110,6 +113,7 @@ def measure(
     max_time: float | None = None,
     min_repeat: int = 1,
     enough: Callable[[dict[str, Timings]], bool] | None = None,
+    iterations_per_run: int = 1,
 ) -> dict[str, Timings]:
     """Time ``contenders``; ``draw_inputs(i, shape)`` gives the host inputs of
     draw ``i`` at ``shape`` (draw 0: warm-up and, without ``randomize``,
@@ -117,6 +121,10 @@ def measure(
     the most (see the module's account of adaptive repeats).
 
     A contender that raises is stopped and keeps its error; the others go on.
+    ``iterations_per_run``: each timed sample runs that many iterations back
+    to back before the device is waited for (as PyTorch's harness times
+    them, so that on XLA one iteration's tracing overlaps the last one's
+    execution); a sample is their time divided by that number.
     """
     shapes = list(shapes)
     timings = {r.name: Timings(shape_samples_s={s: [] for s in shapes}) for r in contenders}
@@ -148,7 +156,8 @@ def measure(
                 placed[shape] = _place(live, draw_inputs(i + 1, shape), timings)
                 live = _alive(live, timings)
             for r in turn_order(live, i):
-                t = _timed(r, placed[shape][r.name], clock, timings[r.name], "timed", shape)
+                t = _timed(r, placed[shape][r.name], clock, timings[r.name], "timed", shape,
+                           iterations_per_run)
                 if t is not None:
                     timings[r.name].shape_samples_s[shape].append(t)
             live = _alive(live, timings)
@@ -176,15 +185,25 @@ def _place(contenders, inputs, timings) -> dict[str, tuple]:
     return placed
 
 
-def _timed(contender: Contender, inputs, clock, timing: Timings, call: str, shape: Hashable) -> float | None:
+def _timed(contender: Contender, inputs, clock, timing: Timings, call: str, shape: Hashable,
+           iterations: int = 1) -> float | None:
+    """Seconds per iteration of ``iterations`` run back to back."""
     try:
         if contender.probe:
             contender.probe.before()
         start = clock()
-        contender.step(inputs)
-        elapsed = clock() - start
-        if contender.probe:
+        if iterations == 1:
+            contender.step(inputs)
+        elif contender.run is not None:
+            contender.run(inputs, iterations)
+        else:
+            for _ in range(iterations):
+                contender.step(inputs)
+        elapsed = (clock() - start) / iterations
+        if contender.probe and iterations == 1:
             contender.probe.after(call, shape)
+        elif contender.probe:
+            contender.probe.after(call, shape, steps=iterations)
         return elapsed
     except Exception as err:  # noqa: BLE001 - a runner's failure is data
         timing.error = err

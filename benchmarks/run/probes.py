@@ -53,6 +53,9 @@ _MB = 1024 * 1024
 _REASON_CHARS = 300
 # The lines of dynamo's graph-break message a reason keeps (besides the first).
 _BREAK_LABELS = ("Explanation", "Developer debug context")
+_BREAK_KEY = "graph_break:"
+# The profiler's event for dynamo's lookup of a compiled frame (its guards).
+CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
 
 
 def _snapshot(xla: bool) -> Counter:
@@ -60,7 +63,12 @@ def _snapshot(xla: bool) -> Counter:
 
     snap = Counter()
     snap["graphs"] = counters["stats"]["unique_graphs"]
+    snap["calls_captured"] = counters["stats"]["calls_captured"]
     snap["graph_breaks"] = sum(counters["graph_break"].values())
+    # Each reason apart: PyTorch's unique_graph_breaks counts the reasons seen.
+    snap.update({f"{_BREAK_KEY}{reason}": n for reason, n in counters["graph_break"].items()})
+    snap["autograd_captures"] = counters["compiled_autograd"]["captures"]
+    snap["autograd_compiles"] = counters["compiled_autograd"]["compiles"]
     if xla and "torch_xla" in sys.modules:
         import torch_xla.debug.metrics as met
 
@@ -246,7 +254,8 @@ class Probe:
         if self._device:
             self._device.reset()
 
-    def after(self, call: str, shape: Hashable = None) -> None:
+    def after(self, call: str, shape: Hashable = None, steps: int = 1) -> None:
+        """After ``steps`` iterations run as one (--iterations-per-run)."""
         host_peak = self._host.peak_bytes()  # first: the reads below allocate a little
         device_peak = self._device.peak_bytes() if self._device else None
         delta = _snapshot(self.xla)
@@ -255,9 +264,9 @@ class Probe:
             self._seen_first, self.first_shape = True, shape
         self.calls[(call, shape)].update(delta)
         if call == "timed":
-            self.timed_steps[shape] += 1
+            self.timed_steps[shape] += steps
             if self._pending_host is not None:
-                self.host_s[shape].append(self._pending_host)
+                self.host_s[shape].append(self._pending_host / steps)
         self._pending_host = None
         self.peak_host[shape] = max(self.peak_host.get(shape, 0), host_peak)
         if device_peak is not None:
@@ -303,9 +312,17 @@ class Probe:
         # Graphs captured after the runner's very first call are recompiles:
         # at a new shape, all of them.
         initial = first["graphs"] if shape == self.first_shape else 0
+        every = first + later
         fields = {
             "dynamo_graphs": graphs,
             "graph_breaks": first["graph_breaks"] + later["graph_breaks"],
+            # PyTorch's dynamo statistics (its common.get_dynamo_stats), over
+            # this contender's steps: ops put in graphs, distinct break reasons,
+            # compiled autograd's captures and compiles.
+            "calls_captured": every["calls_captured"],
+            "unique_graph_breaks": sum(1 for k, v in every.items() if k.startswith(_BREAK_KEY) and v > 0),
+            "autograd_captures": every["autograd_captures"],
+            "autograd_compiles": every["autograd_compiles"],
             "recompiles": graphs - initial,
             "peak_host_mb": self.peak_host[shape] / _MB if shape in self.peak_host else None,
             "peak_device_mb": self.peak_device[shape] / _MB if shape in self.peak_device else None,
@@ -316,7 +333,7 @@ class Probe:
 
         n = self.timed_steps[shape]
         host_s = self.host_s.get(shape)
-        every = first + later
+        fallbacks = sorted(k.removeprefix(PREFIX) for k, v in every.items() if k.startswith(PREFIX) and v > 0)
         fields.update({
             "first_call_compiles": first["UncachedCompile"] + first["CachedCompile"],
             # Compiles of the first call that XLA's cache served: executables
@@ -329,12 +346,29 @@ class Probe:
             # XLA graphs run per iteration: one per traced-once partition.
             "executes_per_iter": timed["ExecuteTime.n"] / n if n else None,
             "host_ms": stats.median(host_s) * 1e3 if host_s else None,
-            "fallback_ops": " ".join(sorted(
-                k.removeprefix(PREFIX) for k, v in every.items()
-                if k.startswith(PREFIX) and v > 0)),
+            "fallback_ops": " ".join(fallbacks),
+            # PyTorch's fallbacks_to_eager, for XLA: the distinct ops run on
+            # the host because XLA has no lowering for them.
+            "fallbacks_to_eager": len(fallbacks),
             **{field: every[counter] for field, counter in PERSISTENT_CACHE_COUNTERS.items()},
         })
         return fields
+
+
+def cache_lookup_us(step, inputs, calls: int = 2) -> float | None:
+    """PyTorch's cache_lookup_latency: the host CPU time, in microseconds, of
+    dynamo's cache lookups (the guards that pick a compiled frame) over
+    ``calls`` calls of ``step`` on ``inputs``, from torch.profiler's
+    "TorchDynamo Cache Lookup" events, as its --profile-dynamo-cache-lookup
+    reads them over a two-call warm-up. None when no lookup happened (no
+    dynamo: the baseline)."""
+    import torch
+
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(calls):
+            step(inputs)
+    events = [e for e in prof.key_averages() if CACHE_LOOKUP_EVENT in e.key]
+    return float(sum(e.self_cpu_time_total for e in events)) if events else None
 
 
 def compression_ratio(baseline_mb: float | None, backend_mb: float | None) -> float | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from benchmarks.run import provenance
 from benchmarks.results import store
 from benchmarks.run.affinity import allowed_cpus, format_cpus, thread_count
-from benchmarks.run.config import RunConfig
+from benchmarks.run.config import PYTORCH_SUITES, RunConfig
 
 
 @dataclass
@@ -49,9 +49,19 @@ def batch_sizes(config: RunConfig, name: str) -> tuple[int | None, ...]:
     if config.batch_sizes:
         return config.batch_sizes
     settings = config.settings()
+    if config.batch_size is None and config.suite in PYTORCH_SUITES and not settings.lists(name):
+        return (pytorch_batch_size(config.suite, name, config.profile),)
     if config.batch_size or config.suite != "torchbench" or settings.lists(name):
         return (config.batch_size or settings.for_model(name).batch_size(config.profile, config.training),)
     return (None,)  # TorchBench's own default; the row gets the size it chose
+
+
+def pytorch_batch_size(suite: str, name: str, profile: str) -> int:
+    """The batch size PyTorch's list gives ``name`` of its ``suite`` in ``profile``."""
+    # Here, not at the top: benchmarks.models imports torch, this module must not.
+    from benchmarks.models import pytorch_suites
+
+    return pytorch_suites.batch_size(suite, name, profile)
 
 
 def row_base(config: RunConfig, name: str, batch_size: int | None = None) -> dict:

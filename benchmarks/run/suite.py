@@ -2,10 +2,12 @@
 
 Offers:
 
-- three suites (``SUITES``): ``"seed"`` (the ten models of the first
+- five suites (``SUITES``): ``"seed"`` (the ten models of the first
   experiment), ``"builtin"`` (every model of our registry,
-  ``benchmarks.models.MODELS``) and ``"torchbench"`` (the TorchBench package
-  ``torchbenchmark``, from a pytorch/benchmark checkout on ``sys.path``);
+  ``benchmarks.models.MODELS``), ``"torchbench"`` (the TorchBench package
+  ``torchbenchmark``, from a pytorch/benchmark checkout on ``sys.path``),
+  and PyTorch's own ``"huggingface"`` and ``"timm_models"`` (every model of
+  PyTorch's list files, built offline: ``benchmarks.models.pytorch_suites``);
 - ``Benchmark``: a loaded model on the host, with its example inputs and fresh
   random inputs of the same kind (``Inputs``: positional and keyword);
 - ``list_models``, ``resolve``, ``get_spec`` and ``load``;
@@ -37,7 +39,8 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from benchmarks.models.spec import Inputs, ModelSpec, TensorSpec
-from benchmarks.run.config import SUITES
+from benchmarks.models import pytorch_suites
+from benchmarks.run.config import PYTORCH_SUITES, SUITES
 
 __all__ = [
     "SUITES", "Benchmark", "Inputs", "ModelSpec", "TensorSpec", "UnknownModelError",
@@ -136,6 +139,8 @@ def list_models(suite: str = "builtin") -> list[str]:
         return sorted(SEED_MODELS)
     if suite == "builtin":
         return sorted(_registry())
+    if suite in PYTORCH_SUITES:
+        return sorted(pytorch_suites.names(suite))
     return sorted(_torchbench_names(_torchbench()))
 
 
@@ -185,7 +190,18 @@ def load(name: str, batch_size: int | None, seed: int = 0, suite: str = "builtin
     known = list_models(suite)
     if name not in known:
         raise UnknownModelError(name, known)
+    if suite in PYTORCH_SUITES:
+        return _load_pytorch_suite(suite, name, batch_size, seed, training, profile)
     return _load_builtin(name, batch_size, seed, training, profile)
+
+
+def _load_pytorch_suite(suite: str, name: str, batch_size: int, seed: int, training: bool,
+                        profile: str) -> Benchmark:
+    try:
+        built = pytorch_suites.build(suite, name, batch_size, seed, training, profile)
+    except pytorch_suites.Unbuildable as err:  # a row that says why: model_fail_to_load
+        raise ModelUnavailableError(name, "model_fail_to_load", err.reason) from err
+    return Benchmark(name, built.module, batch_size, built.example_inputs, built.make_inputs)
 
 
 def _load_builtin(name: str, batch_size: int, seed: int, training: bool, profile: str) -> Benchmark:

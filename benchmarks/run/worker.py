@@ -208,11 +208,14 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
     timings = measure(contenders, draw, warmup=config.warmup, repeat=config.repeat,
                       randomize=config.randomize_input, shapes=range(len(benches)),
                       max_time=config.max_time, min_repeat=config.min_repeat,
-                      enough=_precise_enough(config.target_ci))
+                      enough=_precise_enough(config.target_ci),
+                      iterations_per_run=config.iterations_per_run)
     other_cores = others.cores()
     baseline = timings.pop(BASELINE_KEY)
     if not baseline.ok:
         return failed(config, bases, failure_status(baseline.error, "eager_fail_to_run"), baseline.error)
+    lookups = {c.name: _cache_lookup(c, benches[0].example_inputs()) for c in contenders
+               if c.name != BASELINE_KEY and timings[c.name].ok}
     warm = warm_starts(config, benches, [r.name for r in contenders]) if config.warm_start else {}
     for backend, timing in timings.items():
         result.graph_breaks += _graph_breaks(bases[0], backend, probes_of[backend])
@@ -228,7 +231,7 @@ def _run_performance(config: RunConfig, benches: list, bases: list[dict], cold: 
                    **_cache_fields(config, probes_of[backend].summary(shape)),
                    **first.fields,
                    **_baseline_fields(baseline_summary),
-                   "other_cores": other_cores,
+                   "other_cores": other_cores, "cache_lookup_latency": lookups.get(backend),
                    **warm.get((backend, shape), {})}
             result.rows.append({**row, **_memory_ratios(row), **headroom(row), **store.pytorch_columns(row)})
             # Each row gets its own pair of records: the baseline samples it
@@ -401,6 +404,16 @@ def headroom(row: dict) -> dict:
     return {"zero_overhead_speedup": limit, "headroom_captured": captured}
 
 
+def _cache_lookup(contender, inputs) -> float | None:
+    """PyTorch's cache_lookup_latency of a backend, after its measured steps
+    (outside the timer and the probe): None where it cannot be profiled."""
+    try:
+        return probes.cache_lookup_us(contender.step, contender.prepare(inputs))
+    except Exception as err:  # noqa: BLE001 - a diagnostic column must not cost the row
+        print(f"warning: cache lookup of {contender.name} not profiled: {first_line(err)}", file=sys.stderr)
+        return None
+
+
 def _recompiles(probe, shape) -> dict:
     """The guard failures behind a backend's recompiles at ``shape``, for its
     samples record (``--explain`` prints them)."""
@@ -533,6 +546,8 @@ def _run_accuracy(config: RunConfig, bench, settings, base: dict) -> ModelResult
         check = _Check(reference, fp64, settings.tolerance(xla=xla, dtype=config.precision),
                        settings.cosine)
         fields, err = _accuracy_fields(contender, inputs, check, calls, config.seed, steps)
+        if err is None and not config.training:  # a training step would move the weights
+            fields["cache_lookup_latency"] = _cache_lookup(contender, inputs)
         row = {**base, "backend": contender.name, **_cache_fields(config, fields)}
         row.update(store.pytorch_columns(row))
         if err is None:

@@ -29,14 +29,20 @@ from .._device import (all_on_host, arg_views, copying_transfers, host_positions
 from ..strides import fix_as_strided
 from . import _xlac
 from .compile import NO_DONATION, Donors, compile_results, overlap_pays
-from .lift import lift_state, read_state
-from .partition import fallback_nodes, split
+from .lift import flat_args, flatten_structured, lift_state, read_state, structured_specs
+from .partition import fallback_nodes, hoisted, mode_nodes, on_host, split
 from .plan import Source, make_plan
 from .replay import Replay
 from .scalars import fed_by_floats, float_positions, stand_ins
 from .trace import run, shadows_of, tracing
 
 TRAINING_BACKEND = "aot_torchxla_trace_once"
+# Runners kept per graph, one per value of its keys (``TraceOnce``,
+# ``PerValue``): past this, the least recently used is dropped (and traced
+# again should its value come back). A number read at run time (an int from
+# ``.item()``) can take a new value on every call; each runner holds its plan
+# and constants, and XLA's cache its executable.
+MAX_RUNNERS = 16
 
 
 def torchxla_trace_once(gm: torch.fx.GraphModule, example_inputs):
@@ -66,6 +72,7 @@ class TraceOnce:
         self._scalars: tuple | None = None  # positions of non-tensor arguments
         self._graphs: dict = {}
         self._only = None
+        self._structured = None  # per argument, a structured one's tree spec (``lift``)
 
     def __call__(self, *args):
         if self._state:
@@ -98,6 +105,12 @@ class TraceOnce:
             self._scalars, self._graphs, self._only = None, {}, None
 
     def _dispatch(self, args):
+        if self._scalars is None and any(structured_specs(args)):
+            # Structured arguments (seen on the first call) become their leaves.
+            self._structured = structured_specs(args)
+            self.gm = flatten_structured(self.gm, self._structured)
+        if self._structured is not None:
+            args = flat_args(args, self._structured)
         return self._runner_for(args)(args)
 
     def _runner_for(self, args, background: bool = False):
@@ -105,16 +118,16 @@ class TraceOnce:
             self._scalars = tuple(i for i, a in enumerate(args)
                                   if not isinstance(a, torch.Tensor) and type(a) is not float)
         key = tuple(args[i] for i in self._scalars)
-        runner = self._graphs.get(key)
+        runner = _recent(self._graphs, key)
         if runner is None:
-            runner = self._graphs[key] = _runner(self.gm, args, background, self.donors)
-            if not self._scalars:
+            runner = _keep(self._graphs, key, _runner(self.gm, args, background, self.donors))
+            if not self._scalars and self._structured is None:
                 self._only = runner
         return runner
 
     @property
     def runners(self) -> list:
-        """The runners built so far."""
+        """The runners kept (the most recently used, at most ``MAX_RUNNERS``)."""
         return list(self._graphs.values())
 
 
@@ -128,6 +141,8 @@ def _preparable(gm, args) -> bool:
     """Can the graph be built ahead of its first call on these example
     inputs: one per placeholder, every tensor a plain one, some on XLA?"""
     if len(args) != sum(n.op == "placeholder" for n in gm.graph.nodes):
+        return False
+    if any(structured_specs(args)):
         return False
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     return (all(type(t) in (torch.Tensor, torch.nn.Parameter) for t in tensors)
@@ -241,8 +256,13 @@ def build(gm, args, background: bool = False, donors: Donors = Donors(), feed_fl
     floats = float_positions(args) if feed_floats else ()
     with tracing(device, args) as pending_args:
         seed = _xlac.rng_seed(device)
-        trace = run(gm, stand_ins(args, floats, 0), device)
-        eager = set(trace.host_nodes)
+        try:
+            trace = run(gm, stand_ins(args, floats, 0), device)
+        except Exception:
+            if not floats:
+                raise
+            return PerValue(gm, floats, donors)  # the stand-ins are no values the graph takes
+        host = set(trace.host_nodes)
         fallbacks: dict = {}
         if trace.fell_back:
             # A second pass, node by node, on fresh shadows finds where.
@@ -251,9 +271,10 @@ def build(gm, args, background: bool = False, donors: Donors = Donors(), feed_fl
                 warn_caller(f"torchxla_trace_once: graph runs ops with no XLA lowering "
                       f"({', '.join(trace.fell_back)}); it is re-traced on every call")
                 return Lazy(gm, trace.fell_back)
-            eager |= set(fallbacks)
-        if eager:
-            return _split(gm, eager, fallbacks)
+        eager = host | set(fallbacks)
+        moved = on_host(gm, trace.values, eager, floats)
+        if eager or moved:
+            return _split(gm, eager | moved | mode_nodes(gm), fallbacks, len(host), moved)
         plan, results = make_plan(trace)
         fed = fed_by_floats(gm, args, device, floats, seed, (plan, results)) if floats else {}
         if fed is None:
@@ -273,15 +294,39 @@ class PerValue:
 
     def __call__(self, args):
         key = tuple(args[i] for i in self.positions)
-        runner = self.runners.get(key)
+        runner = _recent(self.runners, key)
         if runner is None:
-            runner = self.runners[key] = build(self.gm, args, donors=self.donors, feed_floats=False)
+            runner = _keep(self.runners, key, build(self.gm, args, donors=self.donors, feed_floats=False))
         return runner(args)
 
 
-def _split(gm, eager: set, fallbacks: dict):
+def _recent(runners: dict, key):
+    """The runner kept for ``key``, moved to the end: the most recently used
+    (dicts keep their insertion order)."""
+    runner = runners.pop(key, None)
+    if runner is not None:
+        runners[key] = runner
+    return runner
+
+
+def _keep(runners: dict, key, runner):
+    """``runner`` kept for ``key``; the least recently used dropped past ``MAX_RUNNERS``."""
+    runners[key] = runner
+    while len(runners) > MAX_RUNNERS:
+        del runners[next(iter(runners))]
+        counters["trace_once"]["dropped_runners"] += 1
+    return runner
+
+
+def _split(gm, eager: set, fallbacks: dict, transfers: int, moved: set = frozenset()):
+    """``gm`` cut around the ``eager`` nodes (``moved``, among them, free of
+    side effects and moved up to just after their inputs first); ``transfers``
+    of them read or make host tensors."""
     ops = sorted({op for found in fallbacks.values() for op in found})
     try:
+        if moved:
+            gm, new = hoisted(gm, moved)
+            eager = {new[n] for n in eager}
         # Parts donate nothing: a later part may read an earlier one's argument.
         fused, n_graphs = split(gm, eager, lambda part: TraceOnce(part, NO_DONATION))
     except RuntimeError as err:
@@ -296,9 +341,10 @@ def _split(gm, eager: set, fallbacks: dict):
     reasons = []
     if ops:
         reasons.append(f"ops with no XLA lowering ({', '.join(ops)})")
-    transfers = len(eager) - len(fallbacks)
     if transfers:
         reasons.append(f"{transfers} node(s) reading or making tensors off the XLA device")
+    if not reasons:  # Python arithmetic on numbers only: nothing the caller could change
+        return Partitioned(fused, ops, n_graphs)
     warn_caller(f"torchxla_trace_once: graph has {' and '.join(reasons)}; they run eagerly "
           f"between {n_graphs} traced-once graph(s)")
     return Partitioned(fused, ops, n_graphs)

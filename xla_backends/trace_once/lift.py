@@ -13,6 +13,12 @@ the edit the next run would read freed data; an update the graph makes
 after its own, and where they live, so that each call passes the current
 ones (``read_state``): a lifted graph is then traced, planned and replayed
 like any other, its in-place updates copied back into the module's tensors.
+
+``flatten_structured`` does the same for arguments that are structured
+values holding tensors (``torch.return_types``, tuples, lists, dicts): the
+graph takes their leaves instead and builds them again inside, so a runner
+is never keyed by (and never keeps) a call's tensors. A graph cut around
+host nodes hands its parts the pieces already (``partition.on_host``).
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import copy
 
 import torch
 from torch.func import functional_call
+from torch.utils import _pytree as pytree
 
 
 class _Stateless(torch.nn.Module):
@@ -98,3 +105,62 @@ def read_state(state: tuple) -> tuple:
 def _fetch(root: torch.nn.Module, target: str):
     owner, name = _owner(root, target)
     return getattr(owner, name)
+
+
+class _Rebuild(torch.nn.Module):
+    """A structured argument (a named tuple, a list, a dict of tensors)
+    built again, inside the graph, from its leaves."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+
+    def forward(self, *leaves):
+        return pytree.tree_unflatten(list(leaves), self.spec)
+
+
+def structured_specs(args) -> tuple:
+    """Per argument: the tree spec of a structured value that holds tensors
+    (a container), else None."""
+    specs = []
+    for a in args:
+        leaves, spec = pytree.tree_flatten(a) if isinstance(a, (tuple, list, dict)) else ((), None)
+        specs.append(spec if any(isinstance(t, torch.Tensor) for t in leaves) else None)
+    return tuple(specs)
+
+
+def flatten_structured(gm: torch.fx.GraphModule, specs: tuple) -> torch.fx.GraphModule:
+    """``gm`` taking, in place of each structured argument (``specs``, from
+    ``structured_specs``), its leaves, one argument each: a runner keyed by
+    such an argument's value would hold its tensors and never find it again."""
+    graph = torch.fx.Graph()
+    mapped: dict = {}
+    root: dict = {}
+    old = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for k, (node, spec) in enumerate(zip(old, specs)):
+        if spec is None:
+            mapped[node] = graph.placeholder(node.name)
+            continue
+        leaves = tuple(graph.placeholder(f"{node.name}_{i}") for i in range(spec.num_leaves))
+        root[f"_rebuild_{k}"] = _Rebuild(spec)
+        mapped[node] = graph.call_module(f"_rebuild_{k}", leaves)
+    graph.output(graph.graph_copy(gm.graph, mapped))
+    for node in graph.nodes:
+        if node.op in ("get_attr", "call_module") and node.target not in root:
+            root[node.target] = _fetch(gm, node.target)
+    return torch.fx.GraphModule(root, graph)
+
+
+def flat_args(args, specs: tuple) -> tuple:
+    """``args`` with each structured one (``specs``) replaced by its leaves."""
+    flat: list = []
+    for a, spec in zip(args, specs):
+        if spec is None:
+            flat.append(a)
+            continue
+        leaves, got = pytree.tree_flatten(a)
+        if got != spec:
+            raise RuntimeError(f"torchxla_trace_once: a structured argument changed its structure "
+                               f"between calls ({got} after {spec})")
+        flat.extend(leaves)
+    return tuple(flat)

@@ -88,6 +88,17 @@ class Plan:
     device: str
     tensor_args: list[int]  # positions of the tensor arguments
     order: list[int] | None = None  # the order to build output leaves in (a view after its base); None: as they come
+    # Values the graph made in another inference mode than the one it was
+    # called in (``inference_mode`` inside the graph): (result index, is
+    # inference) per result, {leaf: is inference} per output made by a copy
+    # (``FRESH``, ``CONST``, ``COPY``). Views follow their bases.
+    result_modes: tuple = ()
+    leaf_modes: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def modal(self) -> bool:
+        """Are some outputs to be made in another inference mode than the call's?"""
+        return bool(self.result_modes or self.leaf_modes)
 
     @property
     def direct(self) -> bool:
@@ -133,6 +144,7 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
     results: list = []
     result_of: dict[str, int] = {}
     made_by: list = []  # per result: the node the trace computed it at (None: made here)
+    results_made: list = []  # per result: the traced tensor (before ``_kept_as_dtype``)
     node_of = _last_nodes(trace)
 
     def value_source(t) -> Value:
@@ -143,6 +155,7 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
                 result_of[uid] = len(results)
                 results.append(_kept_as_dtype(t))
                 made_by.append(node_of.get(id(t)))
+                results_made.append(t)
             return Value(Source.RESULT, result_of[uid])
         # Plain device data: never computed by XLA. An argument's value
         # before the call, or a constant.
@@ -217,11 +230,25 @@ def make_plan(trace: Trace) -> tuple[Plan, list]:
                 first_source[src] = n
         outputs.append(src)
     order = _bridge_order(trace.gm, made_by, first)
+    inference = [results_made[i] for i in order]  # the results' traced tensors, reordered
     if order != sorted(order):
         results, outputs, copy_backs = _renumbered(order, results, outputs, copy_backs)
+    result_modes, leaf_modes = _modes(inference, leaves, outputs)
     plan = Plan(len(results), outputs, spec, copy_backs, trace.device, sorted(trace.arg_handles),
-                _build_order(outputs))
+                _build_order(outputs), result_modes, leaf_modes)
     return plan, results
+
+
+def _modes(made: list, leaves: list, outputs: list) -> tuple[tuple, dict]:
+    """``Plan.result_modes`` and ``leaf_modes``: the results (their traced
+    tensors ``made``) and the copied output leaves whose inference mode is
+    not the one the graph was called in (the trace's)."""
+    ambient = torch.is_inference_mode_enabled()
+    result_modes = tuple((r, t.is_inference()) for r, t in enumerate(made) if t.is_inference() != ambient)
+    copied = (Source.FRESH, Source.CONST, Source.COPY)
+    leaf_modes = {k: t.is_inference() for k, (t, v) in enumerate(zip(leaves, outputs))
+                  if v.source in copied and isinstance(t, torch.Tensor) and t.is_inference() != ambient}
+    return result_modes, leaf_modes
 
 
 def _last_nodes(trace: Trace) -> dict:

@@ -70,10 +70,13 @@ class Replay:
         self._runs = executable.n_results > 0
         spec = plan.out_spec
         self._flat_tuple = spec.type is tuple and all(c.is_leaf() for c in spec.children_specs)
-        self._direct = plan.direct
+        # A graph that makes values under another inference mode than its
+        # call's takes the slow road: every output made as the trace made it.
+        self._modal = plan.modal
+        self._direct = plan.direct and not self._modal
         self._tuple_out = self._direct and self._flat_tuple
         # Results in another order than the outputs (see ``plan._bridge_order``).
-        picks = plan.picks() if self._flat_tuple and not self._direct else None
+        picks = plan.picks() if self._flat_tuple and not plan.direct and not plan.modal else None
         self._picked = operator.itemgetter(*picks) if picks and len(picks) > 1 else None
         self._pre = plan.before_call()
         # Aliasing between arguments matters only if the graph updates one.
@@ -202,6 +205,8 @@ class Replay:
 
     def _outputs(self, args, results):
         plan = self.plan
+        if self._modal:
+            return self._outputs_in_modes(args, results)
         if self._direct:
             if self._flat_tuple:
                 return tuple(results)
@@ -221,6 +226,36 @@ class Replay:
             leaves = [None] * len(plan.outputs)
             for k in plan.order:
                 leaves[k] = _value(plan.outputs[k], args, results, pre, leaves)
+        if self._flat_tuple:
+            return tuple(leaves)
+        return _unflatten(leaves, plan.out_spec)
+
+    def _outputs_in_modes(self, args, results):
+        """``_outputs`` for a graph with ``inference_mode`` regions: each
+        result, and each output made by a copy, in the mode the trace made
+        it in (an inference tensor is one made under ``inference_mode``: the
+        results are taken anew over their buffers in it, no copy); views
+        follow their bases."""
+        plan = self.plan
+        results = list(results)
+        for r, inference in plan.result_modes:
+            with torch.inference_mode(inference):
+                results[r] = _xlac.data_view(results[r])
+        pre = {j: args[j].clone() for j in self._pre}
+        if plan.copy_backs:
+            values = [_value(v, args, results, pre, None) for _, v in plan.copy_backs]
+            with torch.no_grad():
+                for (i, _), value in zip(plan.copy_backs, values):
+                    args[i].copy_(value)
+        leaves = [None] * len(plan.outputs)
+        for k in plan.order or range(len(plan.outputs)):
+            v = plan.outputs[k]
+            if k not in plan.leaf_modes:
+                leaves[k] = _value(v, args, results, pre, leaves)
+                continue
+            with torch.inference_mode(plan.leaf_modes[k]):
+                value = _value(v, args, results, pre, leaves)
+                leaves[k] = value.clone() if v.source is Source.COPY else value
         if self._flat_tuple:
             return tuple(leaves)
         return _unflatten(leaves, plan.out_spec)

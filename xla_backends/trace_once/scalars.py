@@ -9,7 +9,11 @@ values, then with others: if the two traces have one hash, the parameters
 whose buffers differ are the floats, and each call feeds them its own
 values (``Executable.scalars``). A graph in which a float changes more than
 parameters (the HLO: an op that takes it as an attribute, a size; an output
-that is the number itself) is traced once per value instead (``PerValue``).
+that is the number itself; a parameter holding neither stand-in, a number
+the trace computed from one) is traced once per value instead
+(``PerValue``). Python arithmetic on such a number never reaches the trace:
+it runs on the host before the graph (``partition.on_host``), and the
+graph is fed its result.
 """
 from __future__ import annotations
 
@@ -56,17 +60,25 @@ def fed_parameters(positions, first, second) -> dict | None:
     fed: dict = {}
     pairs = zip(ids, values, other_values, _xlac.data_handles(values), _xlac.data_handles(other_values))
     for tid, value, other, handle, other_handle in pairs:
-        if handle == other_handle or tid == seed_id or value.dim() != 0:
+        if handle == other_handle or tid == seed_id:
             continue
         found = [i for n, i in enumerate(positions)
-                 if _holds(value, _stand_in(n, 0)) and _holds(other, _stand_in(n, 1))]
+                 if value.dim() == 0 and _holds(value, _stand_in(n, 0)) and _holds(other, _stand_in(n, 1))]
         if len(found) > 1:
             return None
         if found:
             fed[handle] = found[0]
+        elif not _same_value(value, other):
+            return None  # a constant the floats changed (a number computed from one in the trace)
     if _kept_as_constants(plan, fed):
         return None
     return fed
+
+
+def _same_value(value: torch.Tensor, other: torch.Tensor) -> bool:
+    """Do two parameters of two traces hold one value (a constant the trace
+    made twice, a private copy of an argument)?"""
+    return value.shape == other.shape and value.dtype == other.dtype and torch.equal(value.cpu(), other.cpu())
 
 
 def _holds(value: torch.Tensor, number: float) -> bool:
@@ -97,5 +109,8 @@ def fed_by_floats(gm, args, device: str, positions, seed: int, first) -> dict | 
     on ``stand_ins(args, positions, 0)``, begun at RNG ``seed``) and of a
     second trace made here with other stand-ins."""
     _xlac.set_rng_seed(seed, device)
-    second = make_plan(run(gm, stand_ins(args, positions, 1), device))
+    try:
+        second = make_plan(run(gm, stand_ins(args, positions, 1), device))
+    except Exception:  # the stand-ins are no values the graph takes (``math.sqrt`` of a negative)
+        return None
     return fed_parameters(positions, first, second)
