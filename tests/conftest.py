@@ -273,5 +273,9 @@ def write_earlier_run(csv_path: Path) -> dict[Path, bytes]:
     store.plot_path(csv_path).write_bytes(b"\x89PNG earlier chart")
     store.logs_path(csv_path).mkdir()
     (store.logs_path(csv_path) / "earlier_model.log").write_text("the earlier run's log\n")
-    files = [*store.files_beside(csv_path), store.logs_path(csv_path) / "earlier_model.log"]
+    store.compilation_metrics_path(csv_path).write_text("name,backend\nearlier_model,eager\n")
+    store.pytorch_folder(csv_path).mkdir()
+    (store.pytorch_folder(csv_path) / "eager.csv").write_text("dev,name\ncpu,earlier_model\n")
+    files = [*store.files_beside(csv_path), store.logs_path(csv_path) / "earlier_model.log",
+             store.pytorch_folder(csv_path) / "eager.csv"]
     return {path: path.read_bytes() for path in files}

@@ -6,7 +6,7 @@ from benchmarks.results import store
 from benchmarks.tools import beside
 
 KEY = dict(dev="cpu", batch_size=1, baseline="xla", suite="seed", mode="training_step", dtype="fp32",
-           dynamic="static", inputs="fixed")
+           dynamic="static", inputs="fixed", profile="", iterations_per_run=None)
 OURS, OTHER = "aot_torchxla_trace_once", "openxla"
 
 

@@ -10,7 +10,7 @@ from benchmarks.cli import main
 from benchmarks.nightly import gate, notify
 from benchmarks.nightly.night import Night
 from benchmarks.results import expected, store
-from test_policies import BACKEND, _remeasuring, _row_and_records
+from test_policies import BACKEND, _row_and_records, gate_policy
 
 TONIGHT = "2026-01-04"
 GROUP = ("builtin", "inference", "fp32")
@@ -180,36 +180,30 @@ def _history(root, tonight=NIGHT):
     return tonight, folder
 
 
-def test_a_fixture_history_gets_each_verdict_naming_its_policy_and_update_expected_accepts_it(tmp_path, capsys):
+def _rows(verdict):
+    return {(r["metric"], r["key"]["name"]): (r["mark"], r["rule"]) for r in verdict["rows"]}
+
+
+def test_a_fixture_history_gets_each_verdict_and_update_expected_accepts_it(tmp_path, capsys):
     entries, folder = _history(tmp_path)
-    calls = []
-    code = gate.run(tmp_path, TONIGHT, gate.Policy(expected=str(folder)), remeasure=_remeasuring(entries, calls))
-    assert code == 1
-    # The flaky model's failure is not measured again: it fails nothing.
-    assert calls == [[("breaks", BACKEND), ("compiles", BACKEND)]]
+    assert gate.run(tmp_path, TONIGHT, gate_policy(), str(folder)) == 1
     verdict = json.loads((tmp_path / TONIGHT / "compare.json").read_text())
-    assert verdict["verdict"].startswith("FAIL (1 new failure)") and verdict["verdict"].endswith(
-        "failed policies: first_call, expected")
-    by_policy = {p["policy"]: p for p in verdict["policies"]}
-    assert {n: p["verdict"] for n, p in by_policy.items()} == {
-        "speedup": "FAIL", "first_call": "FAIL", "host_memory": "PASS", "device_memory": "INCONCLUSIVE",
-        "pass_rate": "PASS", "expected": "FAIL"}
-    [slow] = by_policy["first_call"]["regressed"]
-    assert (slow["name"], slow["mark"]) == ("compiles", "slower") and slow["ratio"] == pytest.approx(2.0)
-    assert {(r["name"], r["mark"]) for r in by_policy["expected"]["regressed"]} == {
-        ("breaks", "new failure"), ("steady", "more graph breaks")}
+    assert verdict["state"] == "fail" and "the expected files failed" in verdict["reasons"]
+    rows = _rows(verdict)
+    assert rows[("speedup", "breaks")] == ("fail", "new failure")
+    assert rows[("speedup", "wobbly")] == ("flaky", "flaky")  # on the flaky list: reported, never failing
+    assert rows[("speedup", "steady")][0] == "pass"  # more graph breaks are the expected files' to judge
     marks = {r["name"]: r["mark"] for r in verdict["expected"]["rows"]}
     assert marks == {"breaks": "new failure", "steady": "more graph breaks", "was_broken": "newly passes",
                      "wobbly": "flaky"}
-    wobbly = next(r for r in verdict["rows"] if r["name"] == "wobbly")
-    assert wobbly["mark"] == "unconfirmed" and "flaky" in wobbly["note"]  # compare's row does not fail
+    assert verdict["expected"]["verdict"] == "FAIL"
     markdown = (tmp_path / TONIGHT / "compare.md").read_text()
     assert "**New failures** (2)" in markdown and "- breaks / torchxla_trace_once: expected pass, got fail_to_run" \
         in markdown
     assert "**Flaky** (1)" in markdown and "- was_broken / torchxla_trace_once: expected fail_to_run, got pass: " \
         "update the expected file" in markdown
     out = capsys.readouterr().out
-    assert "\nexpected: FAIL: 1 new failure (breaks/torchxla_trace_once: expected pass, got fail_to_run)" in out
+    assert f"\nnight {TONIGHT}: FAIL (" in out and "the expected files failed" in out
 
     # update-expected accepts the night: judged again, nothing differs from the expected files.
     assert main(["update-expected", str(tmp_path / TONIGHT), "--expected", str(folder)]) == 0
@@ -226,46 +220,33 @@ def test_a_flaky_models_new_failure_alone_passes_the_night(tmp_path):
     calm = [(n, {}) for n, _ in NIGHT if n not in ("was_broken", "wobbly")]
     calm += [("was_broken", dict(status="fail_to_run")), ("wobbly", dict(status="timeout"))]
     _, folder = _history(tmp_path, calm)
-    calls = []
-    assert gate.run(tmp_path, TONIGHT, gate.Policy(expected=str(folder)), remeasure=_remeasuring(calm, calls)) == 0
-    assert calls == []
+    assert gate.run(tmp_path, TONIGHT, gate_policy(), str(folder)) == 0
     verdict = json.loads((tmp_path / TONIGHT / "compare.json").read_text())
-    assert verdict["verdict"] == "PASS"
+    assert verdict["state"] == "pass"
+    rows = _rows(verdict)
+    assert rows[("speedup", "wobbly")] == ("flaky", "flaky")
+    assert rows[("speedup", "was_broken")] == ("known failure", "known failure")
     assert [(r["name"], r["mark"]) for r in verdict["expected"]["rows"]] == [
         ("was_broken", "known failure"), ("wobbly", "flaky")]
 
 
-def test_a_new_failure_the_rerun_does_not_reproduce_is_unconfirmed_by_the_expected_files_too(tmp_path):
-    entries, folder = _history(tmp_path)
-    healed = [(n, {}) if n == "breaks" else (n, kw) for n, kw in entries]
-    gate.run(tmp_path, TONIGHT, gate.Policy(expected=str(folder)), remeasure=_remeasuring(healed, []))
-    verdict = json.loads((tmp_path / TONIGHT / "compare.json").read_text())
-    marks = {r["name"]: r["mark"] for r in verdict["expected"]["rows"]}
-    assert marks["breaks"] == "unconfirmed"
-    assert {(r["name"], r["mark"]) for r in {p["policy"]: p for p in verdict["policies"]}["expected"]["regressed"]} \
-        == {("steady", "more graph breaks")}
-
-
-def test_a_first_night_with_no_baseline_is_held_to_the_expected_files(tmp_path, capsys):
+def test_a_first_night_with_no_history_is_held_to_the_expected_files(tmp_path, capsys):
     folder = tmp_path / "expected"
     _night(tmp_path / "seen", [("a", {}), ("b", {})])
     assert main(["update-expected", str(tmp_path / "seen"), "--expected", str(folder)]) == 0
     _night(tmp_path / "nights" / TONIGHT, [("a", {}), ("b", dict(status="timeout"))])
-    assert gate.run(tmp_path / "nights", TONIGHT, gate.Policy(expected=str(folder))) == 1
+    assert gate.run(tmp_path / "nights", TONIGHT, gate_policy(), str(folder)) == 1
     verdict = json.loads((tmp_path / "nights" / TONIGHT / "compare.json").read_text())
-    assert verdict["verdict"] == f"FAIL (no baseline: first night under {tmp_path / 'nights'}; " \
-                                 "failed policies: expected)"
+    assert verdict["state"] == "fail" and "the expected files failed" in verdict["reasons"]
     assert [(r["name"], r["mark"]) for r in verdict["expected"]["rows"]] == [("b", "new failure")]
-    [policy] = verdict["policies"]
-    assert policy["policy"] == "expected" and policy["regressed"][0]["name"] == "b"
-    markdown = (tmp_path / "nights" / TONIGHT / "compare.md").read_text()
-    assert markdown.startswith(f"# NO BASELINE: night {TONIGHT} was not compared with anything "
-                               "(FAIL: failed policies: expected)")
-    assert "**New failures** (1)" in markdown
+    # No earlier night: the row's own failure is not called "as before".
+    [b] = [r for r in verdict["rows"] if r["key"]["name"] == "b"]
+    assert b["mark"] == "known failure" and "no earlier night" in b["note"]
+    assert "**New failures** (1)" in (tmp_path / "nights" / TONIGHT / "compare.md").read_text()
 
-    # As expected: the first night passes, as a first night always has.
+    # As expected, a first night is still unjudged: nothing to time it against, never green.
     _night(tmp_path / "calm" / TONIGHT, [("a", {}), ("b", {})])
-    assert gate.run(tmp_path / "calm", TONIGHT, gate.Policy(expected=str(folder))) == 0
+    assert gate.run(tmp_path / "calm", TONIGHT, gate_policy(), str(folder)) == 3
 
 
 def test_the_gate_refuses_an_unreadable_expected_file_in_one_line(tmp_path, capsys):
@@ -274,7 +255,7 @@ def test_the_gate_refuses_an_unreadable_expected_file_in_one_line(tmp_path, caps
     _history(tmp_path)
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "builtin_inference_fp32.csv").write_text("name,backend,status,graph_breaks\na,b,,\n")
-    assert nightly.main(["gate", "--root", str(tmp_path), "--date", TONIGHT, "--no-confirm",
+    assert nightly.main(["gate", "--root", str(tmp_path), "--date", TONIGHT,
                          "--expected", str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err
     assert "builtin_inference_fp32.csv:2: name, backend and status are required" in err
@@ -300,9 +281,10 @@ def test_a_night_not_judged_still_separates_known_failures_from_new_ones(tmp_pat
 
 def test_the_issue_separates_known_failures_from_new_ones(tmp_path):
     entries, folder = _history(tmp_path)
-    gate.run(tmp_path, TONIGHT, gate.Policy(expected=str(folder)), remeasure=_remeasuring(entries, []))
+    assert gate.run(tmp_path, TONIGHT, gate_policy(), str(folder)) == 1
     text = notify.body(Night.read(tmp_path / TONIGHT), "https://team.github.io/bench/")
-    assert "| breaks | torchxla_trace_once | new failure | - | expected | expected pass, got fail_to_run |" in text
+    assert "| breaks | torchxla_trace_once | fail | - | speedup | new failure: failed (fail_to_run); passed on the last " \
+        "night |" in text
     section = text[text.index("## Expected results: FAIL"):]
     assert section.index("**New failures** (2)") < section.index("**Known failures** (0)") < section.index(
         "**Flaky** (1)")

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from benchmarks import nightly
-from benchmarks.nightly import gate, history
+from benchmarks.nightly import gate
 from benchmarks.nightly.night import NIGHT_FILE, Night, shard_meta_path, write_json, write_state
 from benchmarks.nightly.shard import NIGHT_FLAGS, planned_models
 from benchmarks.judge import verdict as v
@@ -276,3 +276,21 @@ def test_the_next_night_names_the_scheduled_nights_that_never_ran(tmp_path):
     assert _gate(tmp_path, DATES[1]) == 3
     assert _verdict(tmp_path, DATES[1])["missing_nights"] == []
     assert "Missing nights" not in (tmp_path / DATES[1] / "compare.md").read_text()
+
+
+# --------------------------------------------------------------------------
+# A/A nights: the tool counts the gate's states
+
+
+def test_the_aa_tool_counts_nights_by_the_gates_state(tmp_path):
+    from benchmarks.tools import aa_nights
+
+    _steady(tmp_path, 4)
+    _write_night(tmp_path, DATES[4], {DRIFT: 0.8 * 1.12, STEADY: 0.9}, seed=4, processes=4, process_spread=0.01)
+    for night in range(5):
+        _gate(tmp_path, DATES[night])
+    text = aa_nights.report(tmp_path, DATES[:5])
+    assert "nights by state: pass 1, suspected 1, unjudged 3, fail 0, none 0" in text
+    assert "false alarms (suspected or failed): 1 of 2 judged night(s)" in text
+    [flagged] = [line for line in text.splitlines() if line.startswith(DATES[4])]
+    assert "m1/torchxla_trace_once speedup suspected" in flagged

@@ -51,7 +51,7 @@ def import_graph() -> nx.DiGraph:
 
 # benchmarks/ in groups, and which groups each may import: a run flows
 # command line -> running -> rows in the store; results flow store ->
-# compare/merge -> report/plots/dashboard -> the nightly job (its gate); the
+# compare/merge -> report/plots/dashboard -> the judge -> the nightly job (its gate); the
 # standalone tools sit on top. ``usage`` is every command's error type. A
 # night on disk (``benchmarks.nightly.night``: its files' names, ``Night``)
 # is below them all: the dashboard reads nights through it.
@@ -63,9 +63,11 @@ GROUPS = {
     "benchmarks.results": {"benchmarks.usage", "benchmarks.nightly.night"},
     "benchmarks.run": {"benchmarks.results", "benchmarks.models", "benchmarks.usage", "benchmarks.run.signals"},
     "benchmarks.cli": {"benchmarks.run", "benchmarks.run.signals", "benchmarks.results", "benchmarks.usage"},
+    "benchmarks.judge": {"benchmarks.results", "benchmarks.nightly.night", "benchmarks.usage"},
     "benchmarks.nightly": {"benchmarks.nightly.night", "benchmarks.cli", "benchmarks.results", "benchmarks.usage",
-                           "benchmarks.run.signals"},
-    "benchmarks.tools": {"benchmarks.nightly", "benchmarks.nightly.night", "benchmarks.cli", "benchmarks.run",
+                           "benchmarks.run.signals", "benchmarks.judge"},
+    "benchmarks.tools": {"benchmarks.nightly", "benchmarks.nightly.night", "benchmarks.judge", "benchmarks.cli",
+                         "benchmarks.run",
                          "benchmarks.run.signals", "benchmarks.results",
                          "benchmarks.models", "benchmarks.usage"},
 }

@@ -127,7 +127,7 @@ def test_summary_leaves_the_page_to_the_gate_when_it_judged(tmp_path, monkeypatc
     _night(root)
     page = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(page))
-    assert nightly.main(["gate", "--root", str(root), "--date", "2026-01-02", "--no-confirm"]) == 1
+    assert nightly.main(["gate", "--root", str(root), "--date", "2026-01-02"]) == 1  # a new failure
     compared = (root / "2026-01-02" / "compare.md").read_text()
     assert page.read_text() == compared + "\n" and "2026-01-01" in compared
     assert nightly.main(["summary", "--root", str(root), "--date", "2026-01-02"]) == 0

@@ -39,6 +39,7 @@ def test_components_recover_what_the_nights_were_drawn_from():
     assert abs(rho - 0.5) < 0.05
 
 
+@pytest.mark.slow
 def test_a_simulated_season_with_no_change_rarely_flags_and_a_slowdown_is_caught():
     parts = [power.Component("m", "a", 0.02, 0.005), power.Component("m", "b", 0.02, 0.005)]
     season = power.simulated_nights(parts, 0.5, 20, 40, 6, np.random.default_rng(2))

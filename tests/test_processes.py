@@ -67,7 +67,7 @@ def test_run_config_round_trips_processes():
 
 
 KEY = dict(dev="cpu", name="m", batch_size=4, baseline="xla", suite="builtin", mode="inference",
-           dtype="fp32", dynamic="static", inputs="random")
+           dtype="fp32", dynamic="static", inputs="random", profile="", iterations_per_run=None)
 
 
 def _part(baseline_s, backend_s, status="pass", backend="b", error="", other_cores=None):

@@ -186,7 +186,7 @@ def test_overwrite_replaces_the_earlier_files_when_the_run_ends(tmp_path, fast, 
     assert store.plot_path(out_csv).read_bytes().startswith(b"\x89PNG\r\n")  # drawn anew
     assert not store.logs_path(out_csv).exists()  # the earlier run's logs went with it
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [p.name for p in store.files_beside(out_csv)] + ["models.yaml"])
+        [p.name for p in store.files_beside(out_csv)] + [store.pytorch_folder(out_csv).name, "models.yaml"])
 
 
 def test_ctrl_c_during_an_overwrite_keeps_the_earlier_files(tmp_path, fast, capsys, monkeypatch):

@@ -84,11 +84,10 @@ def _stopped(output, stop: BaseException) -> int:
 
 
 def _print_written(csv_path: Path) -> None:
-    from benchmarks.results.store import files_beside, logs_path
+    from benchmarks.results.store import files_beside, folders_beside
 
     written = [p for p in files_beside(csv_path) if p.exists()]
-    if logs_path(csv_path).is_dir():
-        written.append(logs_path(csv_path))
+    written += [p for p in folders_beside(csv_path) if p.is_dir()]
     print(f"\nwrote {', '.join(map(str, written))}", file=sys.stderr)
 
 

@@ -30,7 +30,6 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from benchmarks.nightly import history as nights
 from benchmarks.nightly.night import Night, night_folders
 from benchmarks.results import pairing, policies, store
 
@@ -170,6 +169,16 @@ def _age_days(date: str, tonight: str) -> int:
     return (dt.date.fromisoformat(tonight) - dt.date.fromisoformat(date)).days
 
 
+def _not_history(night: Night) -> str:
+    """Why an earlier night is no history (``""``: it is): a partial night
+    lacks rows, an ad-hoc one did not run the nightly's plan."""
+    if night.partial:
+        return f"partial: {night.partial}"
+    if night.ad_hoc:
+        return "ad-hoc: not the nightly's default plan"
+    return ""
+
+
 def read_history(root: Path, date: str, loaded_cores: float, max_age_days: int, most: int,
                  metrics: Sequence[str] = METRICS) -> History:
     """The complete scheduled nights before ``date`` under ``root``, newest
@@ -181,12 +190,13 @@ def read_history(root: Path, date: str, loaded_cores: float, max_age_days: int, 
         if _age_days(folder.name, date) > max_age_days:
             passed.append(f"{folder.name} and earlier (older than {max_age_days} days)")
             break
-        night, why = nights.earlier_night(folder)
+        try:
+            night = Night.read(folder)
+            why = _not_history(night)
+            if not why:
+                kept.append(read_night(night, loaded_cores, metrics))
+        except (OSError, ValueError, UnicodeDecodeError) as err:
+            why = f"unreadable: {(str(err).splitlines() or [type(err).__name__])[0]}"
         if why:
             passed.append(f"{folder.name} ({why})")
-            continue
-        try:
-            kept.append(read_night(night, loaded_cores, metrics))
-        except (OSError, ValueError, UnicodeDecodeError) as err:
-            passed.append(f"{folder.name} (unreadable: {(str(err).splitlines() or [type(err).__name__])[0]})")
     return History(tuple(kept), tuple(passed))

@@ -98,7 +98,8 @@ RULES: tuple[Rule, ...] = (
          lambda c: f"failed ({c.tonight.status}); passed on the last night" if c.failed and c.last_passed else None),
     Rule("known failure", v.MARK_KNOWN,
          "A row that failed before too is not a new regression (the expected files judge failures).",
-         lambda c: f"failed ({c.tonight.status}), as before" if c.failed else None),
+         lambda c: (f"failed ({c.tonight.status}), as before" if c.last_passed is False else
+                    f"failed ({c.tonight.status}); no earlier night to compare with") if c.failed else None),
     Rule("no quiet process", v.MARK_UNJUDGED,
          "Processes timed beside other work are left out; with none left there is nothing to judge.",
          lambda c: "; ".join(c.tonight.left_out) or "no paired samples" if not c.tonight.units else None),
@@ -123,8 +124,14 @@ RULES: tuple[Rule, ...] = (
          "A significant speed-up past the threshold is reported; it never fails a night.",
          lambda c: f"faster {_pct(c.change)} against {len(c.history)} night(s), Holm p {c.faster_adjusted:.2g}"
          if c.faster_adjusted < c.alpha and c.change <= -c.limits.threshold else None),
+    Rule("not significant", v.MARK_PASS,
+         "A change past the threshold that the night's test cannot tell from the row's own spread is no "
+         "evidence of a regression; its note says how far it moved and how weak the test was.",
+         lambda c: f"{_pct(c.change)} against {len(c.history)} night(s), p {c.p_slower:.2g} "
+                   f"(Holm {c.slower_adjusted:.2g}): not significant at {c.alpha:g}"
+         if abs(c.change) >= c.limits.threshold else None),
     Rule("no change", v.MARK_PASS,
-         "Anything else is within the row's own night-to-night spread.",
+         "Anything else moved less than the threshold.",
          lambda c: f"{_pct(c.change)} against {len(c.history)} night(s), p {c.p_slower:.2g}"),
 )
 

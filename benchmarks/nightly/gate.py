@@ -24,8 +24,7 @@ from typing import Sequence
 from benchmarks import judge
 from benchmarks.judge import render
 from benchmarks.judge.verdict import UNJUDGED, Policy, Verdict
-from benchmarks.nightly import history
-from benchmarks.nightly.night import COMPARE_MD, RESULT, VERDICT_FILE, listed_dates, read_state
+from benchmarks.nightly.night import COMPARE_MD, RESULT, VERDICT_FILE, listed_dates, missing_before, read_state
 from benchmarks.results import expected, store
 from benchmarks.usage import UsageError
 
@@ -74,7 +73,7 @@ def run(root: Path, date: str, policy: Policy, expected_folder: str | None = Non
     folder = root / date
     if not (folder / RESULT).is_file():
         raise UsageError(f"{folder / RESULT} not found: run (or merge) the night first")
-    missing = history.missing_before(root, date)
+    missing = missing_before(root, date)
     if missing:
         print(f"nightly gate: MISSING NIGHTS: no scheduled night ran on {listed_dates(missing)}", file=sys.stderr)
     try:

@@ -58,6 +58,7 @@ STATE_EXIT = {PASS: 0, FAIL: 1, UNJUDGED: 3, SUSPECTED: 4}
 PUBLISHED = (RESULT, "performance.jsonl", REPORT, "performance.png", "performance_graph_breaks.csv",
              NIGHT_FILE, COMPARE_MD, VERDICT_FILE, COMPARE_PNG)
 
+
 # --------------------------------------------------------------------------
 # Paths and dates
 
@@ -293,6 +294,20 @@ def missing_dates(dates: Iterable[str], until: str | None = None) -> list[str]:
             missing.append(day.isoformat())
         day += datetime.timedelta(days=1)
     return missing
+
+
+def missing_before(root: Path, date: str) -> list[str]:
+    """The days between the last scheduled night before ``date`` and
+    ``date`` on which no scheduled night ran (a disabled schedule, a run
+    that never started); an ad-hoc night fills no such day."""
+    earlier = []
+    for folder in night_folders(root, before=date):
+        try:
+            if not Night.read(folder).ad_hoc:
+                earlier.append(folder.name)
+        except ValueError:
+            earlier.append(folder.name)  # unreadable, but it ran
+    return missing_dates([earlier[-1], date]) if earlier else []
 
 
 def listed_dates(dates: Sequence[str], limit: int = 10) -> str:

@@ -70,13 +70,8 @@ def accuracy_word(row: Mapping[str, Any]) -> str:
     return STATUS_WORDS.get(str(verdict), str(verdict))
 
 
-def compilation_metrics_path(csv_path: str | os.PathLike) -> Path:
-    path = Path(csv_path)
-    return path.with_name(f"{path.stem}_compilation_metrics.csv")
-
-
-def folder(csv_path: str | os.PathLike) -> Path:
-    return Path(csv_path).with_suffix(".pytorch")
+compilation_metrics_path = store.compilation_metrics_path
+folder = store.pytorch_folder
 
 
 def _value(value: Any, column: str) -> Any:

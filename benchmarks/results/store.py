@@ -3,8 +3,8 @@ and read back. What their columns mean, their versions and what identifies an
 experiment is ``benchmarks.results.schema``; its names are re-exported here, so
 ``results.experiment_key`` and ``results.COLUMNS`` read as before.
 
-A run writes five files that share a stem (``results/<stem>.*``,
-``files_beside``), and a folder of the logs of failed workers:
+A run writes six files that share a stem (``results/<stem>.*``,
+``files_beside``), and two folders (``folders_beside``):
 
 * ``<stem>.csv``   -- one row per (model, backend): ``CSV_COLUMNS``.
 * ``<stem>.jsonl`` -- the raw timing samples behind each row, one JSON object
@@ -13,7 +13,10 @@ A run writes five files that share a stem (``results/<stem>.*``,
 * ``<stem>.png``   -- its speedup chart (``benchmarks.results.plots``).
 * ``<stem>_graph_breaks.csv`` -- every dynamo graph break seen, with its
   reason and user frame (``GRAPH_BREAK_COLUMNS``).
+* ``<stem>_compilation_metrics.csv`` -- PyTorch's file of first-call metrics
+  (``benchmarks.results.pytorch_files``).
 * ``<stem>.logs/`` -- the output of workers that failed (``logs_path``).
+* ``<stem>.pytorch/`` -- PyTorch's per-backend files (``pytorch_folder``).
 
 A run that replaces an earlier one's files (``--overwrite``) writes them as
 ``<stem>.partial.*`` (``partial_path``) until it has finished, then takes
@@ -110,7 +113,24 @@ def files_beside(csv_path: str | os.PathLike) -> list[Path]:
     """Every file a run writes for ``csv_path``, the CSV first (the ``.logs``
     folder of failed workers aside)."""
     path = Path(csv_path)
-    return [path, samples_path(path), markdown_path(path), plot_path(path), graph_breaks_path(path)]
+    return [path, samples_path(path), markdown_path(path), plot_path(path), graph_breaks_path(path),
+            compilation_metrics_path(path)]
+
+
+def compilation_metrics_path(csv_path: str | os.PathLike) -> Path:
+    """``NAME_compilation_metrics.csv``: every backend's first-call metrics, as PyTorch names the file."""
+    path = Path(csv_path)
+    return path.with_name(f"{path.stem}_compilation_metrics.csv")
+
+
+def pytorch_folder(csv_path: str | os.PathLike) -> Path:
+    """``NAME.pytorch/``: PyTorch's per-backend files of the run (``results.pytorch_files``)."""
+    return Path(csv_path).with_suffix(".pytorch")
+
+
+def folders_beside(csv_path: str | os.PathLike) -> list[Path]:
+    """The folders a run may leave for ``csv_path``: the logs of failed workers, PyTorch's files."""
+    return [logs_path(csv_path), pytorch_folder(csv_path)]
 
 
 def check_output(csv_path: Path, *, overwrite: bool, resume: bool | None = None) -> None:
@@ -168,7 +188,8 @@ def clear_outputs(csv_path: str | os.PathLike) -> None:
     stale stays beside the new files."""
     for path in files_beside(csv_path):
         path.unlink(missing_ok=True)
-    shutil.rmtree(logs_path(csv_path), ignore_errors=True)
+    for folder in folders_beside(csv_path):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def partial_path(csv_path: str | os.PathLike) -> Path:
@@ -182,7 +203,7 @@ def partial_path(csv_path: str | os.PathLike) -> Path:
 
 def has_outputs(csv_path: str | os.PathLike) -> bool:
     """Whether an earlier run left any file for ``csv_path`` (its logs too)."""
-    return any(p.exists() for p in files_beside(csv_path)) or logs_path(csv_path).exists()
+    return any(p.exists() for p in [*files_beside(csv_path), *folders_beside(csv_path)])
 
 
 def replace_outputs(csv_path: str | os.PathLike, new_csv: str | os.PathLike) -> None:
@@ -191,7 +212,7 @@ def replace_outputs(csv_path: str | os.PathLike, new_csv: str | os.PathLike) -> 
     CSV last, so its rows never stand beside another run's samples."""
     clear_outputs(csv_path)
     moves = [*zip(files_beside(new_csv)[1:], files_beside(csv_path)[1:]),
-             (logs_path(new_csv), logs_path(csv_path)), (Path(new_csv), Path(csv_path))]
+             *zip(folders_beside(new_csv), folders_beside(csv_path)), (Path(new_csv), Path(csv_path))]
     for source, target in moves:
         if source.exists():
             os.replace(source, target)

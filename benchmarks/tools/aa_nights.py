@@ -7,20 +7,15 @@ Every night runs the same code with the same settings (by default
 ``--backends openxla_eval,torchxla_trace_once -- --only squeezenet1_1
 --repeat 8``, with the nightly's ``--use-xla-baseline --randomize-input``),
 as ``python -m benchmarks.nightly`` runs a night: the runner, ``night.json``,
-then the gate against the pooled baseline with its confirmation re-run.
-Nothing changed between the nights, so every night the gate fails is a false
-alarm.  Printed per night and counted over the nights that had a baseline:
+then the gate (``benchmarks.judge``, configs/gate.yaml) against the night's
+own history.  Nothing changed between the nights, so every night the gate
+flags (suspected or failed) is a false alarm.  Printed per night: the gate's
+state, its reasons and the rows it flagged; then the nights counted by state.
+Nights before the policy's ``min_nights`` are unjudged by design.
 
-* ``night-to-night``: the old gate (each night against the one before, no
-  re-run), computed afterwards from the stored nights;
-* ``before re-run``: the gate against its stable baseline, before the
-  slower rows were measured again (``compare.json``'s ``confirmation``);
-* ``after re-run``: the gate's verdict.
-
-and the spread of the nights' median backend/baseline ratios.  Nights are
-dated from 2000-01-01 under ROOT; ``--resume`` keeps the nights already there
-and adds the rest.  Exit status: 0 when the nights ran (whatever the
-counts), 1 when a night's runner failed, 2 bad input.
+Nights are dated from 2000-01-01 under ROOT; ``--resume`` keeps the nights
+already there and adds the rest.  Exit status: 0 when the nights ran
+(whatever the counts), 1 when a night's runner failed, 2 bad input.
 """
 from __future__ import annotations
 
@@ -34,8 +29,7 @@ from typing import Sequence
 from tabulate import tabulate
 
 from benchmarks import nightly
-from benchmarks.nightly import gate
-from benchmarks.nightly.night import RESULT, VERDICT_FILE
+from benchmarks.nightly.night import FLAGGED, RESULT, STATES, VERDICT_FILE, Night, flagged_rows
 from benchmarks.results import compare, stats
 from benchmarks.usage import Parser, UsageError, guarded
 
@@ -75,32 +69,24 @@ def run_nights(args: argparse.Namespace) -> int:
         print(f"{PROG}: night {date}", file=sys.stderr)
         code = nightly.main(["--root", str(args.root), "--date", date, "--backends", args.backends,
                              "--", *flags])
-        if code not in (0, 1):
+        if code not in (0, 1, 3, 4):  # the gate's states; anything else: the night did not run
             print(f"{PROG}: night {date} exited with status {code}; stopping", file=sys.stderr)
             return 1
     return 0
 
 
-def tally(root: Path, nights: Sequence[str]) -> tuple[list[list[str]], dict[str, int], int]:
-    """Per night: the three verdicts; the false alarms of each gate; the
-    number of nights judged (those with a baseline)."""
-    table, alarms, judged = [], {"night-to-night": 0, "before re-run": 0, "after re-run": 0}, 0
-    for previous, date in zip([None, *nights], nights):
-        verdict = _judged(root / date)
-        if not verdict or verdict.get("baseline") is None:
-            table.append([date, "-", "(no baseline)", "-", "-"])
-            continue
-        judged += 1
-        old = compare.compare(root / previous / RESULT, root / date / RESULT)
-        confirmation = verdict.get("confirmation") or {}
-        before = gate.exit_code_before(root, date, verdict)
-        codes = {"night-to-night": compare.exit_code(old), "before re-run": before,
-                 "after re-run": verdict["exit_code"]}
-        for mode, code in codes.items():
-            alarms[mode] += code
-        table.append([date, compare.verdict(old), confirmation.get("verdict_before", verdict["verdict"]),
-                      verdict["verdict"], _ratios(root / date)])
-    return table, alarms, judged
+def tally(root: Path, nights: Sequence[str]) -> tuple[list[list[str]], dict[str, int]]:
+    """Per night: its state, reasons, flagged rows and median ratios; the
+    nights counted by state (``none``: no verdict written)."""
+    table, counts = [], {state: 0 for state in (*STATES, "none")}
+    for date in nights:
+        night = Night.read(root / date)
+        state = night.state or "none"
+        counts[state] += 1
+        flagged = ", ".join(f"{r['name']}/{r['backend']} {r['metric']} {r['mark']}" for r in flagged_rows(night.gate))
+        table.append([date, state, "; ".join(map(str, night.gate.get("reasons") or ())), flagged or "-",
+                      _ratios(root / date)])
+    return table, counts
 
 
 def _ratios(folder: Path) -> str:
@@ -110,11 +96,12 @@ def _ratios(folder: Path) -> str:
 
 
 def report(root: Path, nights: Sequence[str]) -> str:
-    table, alarms, judged = tally(root, nights)
-    counts = ", ".join(f"{mode} {n}" for mode, n in alarms.items())
-    return (tabulate(table, headers=["night", "night-to-night", "stable, before re-run", "after re-run",
-                                     "median ratio per backend"]) +
-            f"\n\nfalse alarms over {judged} judged night(s): {counts}\n")
+    table, counts = tally(root, nights)
+    alarms = sum(counts[state] for state in FLAGGED)
+    judged = counts["pass"] + alarms
+    return (tabulate(table, headers=["night", "state", "reasons", "flagged rows", "median ratio per backend"]) +
+            f"\n\nnights by state: {', '.join(f'{k} {n}' for k, n in counts.items())}"
+            f"\nfalse alarms (suspected or failed): {alarms} of {judged} judged night(s)\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
