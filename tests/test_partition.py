@@ -207,7 +207,8 @@ def _live_tensors() -> int:
     return sum(isinstance(o, torch.Tensor) for o in gc.get_objects())
 
 
-@pytest.mark.parametrize("fn", [_cummin, _median_and_mode, _host_and_lowered_pieces, _frexp])
+@pytest.mark.parametrize("fn", [_host_and_lowered_pieces, *(pytest.param(f, marks=pytest.mark.slow)
+                                                          for f in (_cummin, _median_and_mode, _frexp))])
 def test_a_structured_host_result_between_parts_is_traced_once(fn):
     """Many calls on new values of one shape: each checked against eager, no
     trace after the first call, and no tensors left behind by any call."""

@@ -56,6 +56,19 @@ def test_the_stored_nights_replay_through_the_judge():
     assert all(x.rows for x in verdicts)
 
 
+def test_each_stored_night_shows_its_own_verdict_beside_the_judges():
+    nights = power.read_nights(NIGHTS, "2000-01-20", POLICY)
+    text = power.verdicts_report(NIGHTS, nights, POLICY)
+    lines = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+             for line in text.splitlines() if line.startswith("| 2000-")}
+    assert list(lines) == [n.date for n in nights]
+    # The stored night 2000-01-20 failed under the gate of its day; the judge, with no
+    # history before it here, cannot judge it.
+    assert lines["2000-01-20"][0] == "1" and lines["2000-01-20"][2] == "unjudged"
+    assert all(row[2] in ("pass", "suspected", "fail", "unjudged") for row in lines.values())
+    assert f"then: {sum(r[0] == '1' for r in lines.values())} of {len(lines)} failed" in text
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert power.main(["stored", "--root", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err

@@ -143,6 +143,7 @@ def test_every_selected_model_gets_a_row(tmp_path):
             assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.slow
 def test_a_timm_model_runs_from_pytorchs_list(tmp_path):
     out = tmp_path / "acc.csv"
     assert cli.main(["--suite", "timm_models", "--profile", "small", "--accuracy", "--only",

@@ -372,4 +372,5 @@ def test_read_graph_breaks_without_a_file(tmp_path):
 
 def test_files_beside_a_csv():
     assert [p.name for p in store.files_beside("out/run.csv")] == [
-        "run.csv", "run.jsonl", "run.md", "run.png", "run_graph_breaks.csv"]
+        "run.csv", "run.jsonl", "run.md", "run.png", "run_graph_breaks.csv", "run_compilation_metrics.csv"]
+    assert [p.name for p in store.folders_beside("out/run.csv")] == ["run.logs", "run.pytorch"]

@@ -231,6 +231,7 @@ def test_accuracy_seeds_the_xla_device_too(torchbench, tmp_path):
     assert row["status"] == "pass", row
 
 
+@pytest.mark.slow
 def test_a_forward_that_takes_gradients_runs_with_autograd_on(torchbench, tmp_path):
     """TorchBench's maml adapts its weights with torch.autograd.grad in its
     forward: PyTorch's harness runs it with grad enabled in inference, and so

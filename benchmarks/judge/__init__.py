@@ -56,7 +56,8 @@ def judge(tonight: NightRows, history: History, policy: Policy, *, partial: str 
             case.tonight.units if case.tonight is not None else (), case.left_out))
     rows = tuple(judged)
     state, reasons = night_state(rows, expected_failed, policy.min_judged, partial)
-    return Verdict(tonight.date, state, reasons, rows, history.passed_over, policy, dict(expected or {}))
+    return Verdict(tonight.date, state, reasons, rows, history.passed_over, policy, dict(expected or {}),
+                   tuple(reversed([n.date for n in history.nights])))
 
 
 def judge_night(root: Path, date: str, policy: Policy, expected_judgement=None,

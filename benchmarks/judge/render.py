@@ -49,6 +49,12 @@ def markdown(verdict: v.Verdict) -> str:
     if verdict.rows:
         parts += [tabulate(_rows(verdict), headers=["name", "backend", "metric", "mark", "rule", "why"],
                            tablefmt="github"), ""]
+    if verdict.history:
+        dates = verdict.history
+        parts += [f"Judged against {len(dates)} earlier night(s): "
+                  f"{dates[0] if len(dates) == 1 else f'{dates[0]} .. {dates[-1]}'}.", ""]
+    else:
+        parts += ["No earlier night to judge against.", ""]
     if verdict.passed_over:
         parts += ["Earlier nights passed over: " + "; ".join(verdict.passed_over) + ".", ""]
     return "\n".join(parts)

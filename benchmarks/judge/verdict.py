@@ -156,6 +156,7 @@ class Verdict:
     passed_over: tuple[str, ...] = ()
     policy: Policy = field(default_factory=Policy)
     expected: Mapping[str, Any] = field(default_factory=dict)
+    history: tuple[str, ...] = ()  # the dates of the earlier nights read, oldest first
 
     @property
     def exit_code(self) -> int:
@@ -171,7 +172,8 @@ class Verdict:
     def to_json(self) -> dict:
         return {"date": self.date, "state": self.state, "exit_code": self.exit_code,
                 "reasons": list(self.reasons), "rows": [r.to_json() for r in self.rows],
-                "passed_over": list(self.passed_over), "policy": self.policy.to_json(),
+                "history": list(self.history), "passed_over": list(self.passed_over),
+                "policy": self.policy.to_json(),
                 "expected": dict(self.expected)}
 
 

@@ -171,6 +171,24 @@ def stored_report(nights: Sequence[NightRows], policy: Policy) -> str:
     return "\n\n".join(lines) + "\n"
 
 
+def verdicts_report(root: Path, nights: Sequence[NightRows], policy: Policy) -> str:
+    """Each stored night: the verdict its own gate wrote then (``compare.json``
+    as stored, shown, not parsed) beside today's judge replayed over the same
+    nights (each against the ones before it)."""
+    table = []
+    for tonight, verdict in zip(nights, replay(nights, policy, 0)):
+        then = Night.read(root / tonight.date).gate
+        flagged = ", ".join(f"{r.name}/{r.backend} {r.mark}" for r in verdict.rows if r.mark in FLAGGED)
+        table.append([tonight.date, then.get("exit_code", "-"), str(then.get("verdict", "-"))[:60],
+                      verdict.state, flagged or "-"])
+    counts = {state: sum(row[3] == state for row in table) for state in ("pass", "suspected", "fail", "unjudged")}
+    old_failed = sum(row[1] == 1 for row in table)
+    return (tabulate(table, headers=["night", "then: exit", "then: verdict", "judge", "judge flagged"],
+                     tablefmt="github") +
+            f"\n\nthen: {old_failed} of {len(table)} failed; judge: " +
+            ", ".join(f"{k} {n}" for k, n in counts.items()) + "\n")
+
+
 # --------------------------------------------------------------------------
 # Variance components and the simulated nightly
 
@@ -259,7 +277,7 @@ def simulate_report(parts: Sequence[Component], rho: float, policy: Policy, rows
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.tools.power", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
-    for name in ("stored", "simulate"):
+    for name in ("stored", "simulate", "verdicts"):
         s = sub.add_parser(name)
         s.add_argument("--root", type=Path, default=Path("docs/data/power-nights"))
         s.add_argument("--first", default="2000-01-15", help="the first night used (default: the one-CPU nights)")
@@ -281,6 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.what == "stored":
         print(stored_report(nights, policy), end="")
+    elif args.what == "verdicts":
+        print(verdicts_report(args.root, nights, policy), end="")
     else:
         parts, rho = components(nights)
         print(simulate_report(parts, rho, policy, args.rows, args.nights, args.seed), end="")
