@@ -29,7 +29,7 @@ BENCH_ALL_ARGS ?= --suite builtin --performance --use-xla-baseline --randomize-i
 	--output results/performance_inference_cpu_builtin.csv
 
 .PHONY: install install-light install-metadata FORCE lint-tools faketime bench bench-all test test-all test-torch-xla bench-overhead bench-first-calls bench-cold-starts bench-step bench-power nightly clean browser dashboard \
-	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary nightly-notify \
+	nightly-plan nightly-shard nightly-merge nightly-gate nightly-history nightly-publish nightly-summary nightly-notify nightly-state \
 	torchbench-install
 
 install: $(STAMP)
@@ -168,7 +168,9 @@ nightly: install
 # NIGHTLY_DATE (YYYY-MM-DD, default today UTC), NIGHTLY_SHARDS (plan: default 4)
 # and NIGHTLY_SHARD, NIGHTLY_FILTER (model regex), NIGHTLY_BACKENDS (comma-separated),
 # NIGHTLY_REPEAT (timed repeats), NIGHTLY_SUITE (builtin, seed or torchbench:
-# TORCHBENCH_DIR, default torchbench, is then the pytorch/benchmark checkout).
+# TORCHBENCH_DIR, default torchbench, is then the pytorch/benchmark checkout),
+# NIGHTLY_PLAN (the plan's file: written once by nightly-plan, read back after;
+# a shard and the merge refuse settings other than its own).
 # A shard without NIGHTLY_SHARD(S) takes its place from a Slurm job array or a
 # Kubernetes Indexed Job (see benchmarks/nightly/shard.py).
 NIGHTLY_ROOT ?= results/nightly
@@ -176,7 +178,7 @@ SITE_DIR ?= results/site
 
 nightly-plan:
 	@$(PYTHON) -m benchmarks.nightly plan --shards "$${NIGHTLY_SHARDS:-4}" --date "$${NIGHTLY_DATE:-}" \
-		--repeat "$${NIGHTLY_REPEAT:-}"
+		--repeat "$${NIGHTLY_REPEAT:-}" $${NIGHTLY_PLAN:+--file "$$NIGHTLY_PLAN"}
 
 nightly-shard: install
 	set --; if [ "$${NIGHTLY_SUITE:-}" = torchbench ]; then set -- --torchbench-dir "$${TORCHBENCH_DIR:-torchbench}"; fi; \
@@ -203,6 +205,11 @@ nightly-gate: $(REPORT_STAMP)
 # The comparison on the run's first page ($$GITHUB_STEP_SUMMARY), or the console.
 nightly-summary:
 	@$(PYTHON) -m benchmarks.nightly summary --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
+
+# What the gate made of the night, as a status: 0 only for a pass (1 fail,
+# 3 unjudged, 4 suspected); prints state=STATE (a GitHub step output).
+nightly-state:
+	@$(PYTHON) -m benchmarks.nightly state --root $(NIGHTLY_ROOT) --date "$${NIGHTLY_DATE:-}"
 
 # The earlier nights: the results branch, checked out as $(NIGHTLY_ROOT).
 nightly-history:

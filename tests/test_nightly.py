@@ -63,7 +63,7 @@ def split_into_shards(src_csv, folder, shards=2):
 
 def test_plan_prints_github_outputs(capsys):
     assert nightly.main(["plan", "--shards", "3", "--date", "2026-01-02"]) == 0
-    assert capsys.readouterr().out == "date=2026-01-02\ncount=3\nshards=[0, 1, 2]\n"
+    assert capsys.readouterr().out.startswith("date=2026-01-02\ncount=3\nshards=[0, 1, 2]\nsettings={")
 
 
 def test_plan_defaults_to_today_utc(capsys):

@@ -121,7 +121,8 @@ def _night(root, with_previous=True):
 
 def test_summary_leaves_the_page_to_the_gate_when_it_judged(tmp_path, monkeypatch, capsys):
     """The gate writes its report to the run's page itself; the summary step
-    adds nothing then, and prints that report where there is no page."""
+    adds only the line that says the night is not green then, and prints
+    that report (after the line) where there is no page."""
     root = tmp_path / "nightly"
     _night(root)
     page = tmp_path / "summary.md"
@@ -130,11 +131,12 @@ def test_summary_leaves_the_page_to_the_gate_when_it_judged(tmp_path, monkeypatc
     compared = (root / "2026-01-02" / "compare.md").read_text()
     assert page.read_text() == compared + "\n" and "2026-01-01" in compared
     assert nightly.main(["summary", "--root", str(root), "--date", "2026-01-02"]) == 0
-    assert page.read_text() == compared + "\n"
+    line = "**Nightly 2026-01-02 is not green: FAIL** (exit status 1): a confirmed regression.\n\n"
+    assert page.read_text() == compared + "\n" + line
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     capsys.readouterr()
     assert nightly.main(["summary", "--root", str(root), "--date", "2026-01-02"]) == 0
-    assert capsys.readouterr().out == compared
+    assert capsys.readouterr().out == line + compared
 
 
 @pytest.mark.parametrize("case, expected", [

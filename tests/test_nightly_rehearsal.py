@@ -35,6 +35,7 @@ from gha_runner import JobRecord, Run, branch_files, push_night
 from gha_workspace import make_origin, needs_root
 from test_nightly import split_into_shards
 
+from benchmarks.nightly.plan import plan_lines, read_plan
 from benchmarks.results import compare, store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,11 +76,17 @@ def fixture_shards(run: Run, contexts: dict, source: Path = FIXTURES / "new.csv"
     return JobRecord("shard", "success")
 
 
-def _planned(date: str, count: int):
-    """The plan job, as it would plan ``date`` (the runner's clock that night)."""
+def _planned(date: str, count: int, settings: dict | None = None):
+    """The plan job, as it would plan ``date`` (the runner's clock that
+    night): its outputs, and the plan it uploads."""
+    settings = settings or {"filter": "", "backends": "", "repeat": "", "suite": "builtin", "args": "", "image": ""}
+
     def stand_in(run: Run, contexts: dict) -> JobRecord:
-        return JobRecord("plan", "success", {"date": date, "count": str(count),
-                                             "shards": json.dumps(list(range(count)))})
+        text = plan_lines(date, count, settings)
+        if (run.artifacts / "plan").exists():
+            shutil.rmtree(run.artifacts / "plan")
+        (run.artifact("plan") / "plan.txt").write_text(text)
+        return JobRecord("plan", "success", dict(line.split("=", 1) for line in text.splitlines()))
     return stand_in
 
 
@@ -106,17 +113,20 @@ def test_a_night_after_a_published_one(tmp_path, origin):
     run.run_all(stand_ins={"shard": fixture_shards})
     jobs = run.jobs
     explain = _explain(run)
-    assert jobs["plan"].outputs == {"date": today, "count": "2", "shards": "[0, 1]"}, explain
+    settings = {"filter": "", "backends": "", "repeat": "", "suite": "builtin", "args": "", "image": ""}
+    assert jobs["plan"].outputs == {"date": today, "count": "2", "shards": "[0, 1]",
+                                    "settings": json.dumps(settings, sort_keys=True)}, explain
     merge = jobs["merge"]
     assert merge.step("Merge the shards").outcome == "success", explain
     assert merge.step("Gate against the previous night").outcome == "failure", explain  # the regression
     assert f"last 1 complete night(s) pooled, {yesterday}" in merge.step(
         "Gate against the previous night").log, explain
     assert merge.result == "failure" and merge.outputs == {"merged": "success", "gate": "failure",
-                                                          "dashboard": "success"}, explain
+                                                          "state": "fail", "dashboard": "success"}, explain
     night = run.artifacts / f"nightly-{today}"
     compared = (night / "nightly" / today / "compare.md").read_text()
-    assert merge.summary == compared + "\n" and yesterday in compared  # the run's page says why
+    assert merge.summary.startswith(compared + "\n") and yesterday in compared  # the run's page says why
+    assert merge.summary.endswith(f"**Nightly {today} is not green: FAIL** (exit status 1): a confirmed regression.\n\n")
     assert json.loads((night / "nightly" / today / "compare.json").read_text())["verdict"].startswith("FAIL")
 
     # The red night reaches a person: one issue, each failing row annotated.
@@ -407,14 +417,17 @@ def test_a_gate_that_outlives_the_merge_job_leaves_the_night_not_judged(tmp_path
     """The merge job's time runs out while the gate re-measures: GitHub
     cancels the job, the gate is stopped, the `always()` steps still record
     the night as not judged (run page, night.json) and upload it, and the
-    night is published and shown as not judged on the dashboard.  No issue
-    is opened: nothing was judged."""
+    night is published and shown as not judged on the dashboard.  The night
+    is not a pass: its issue is opened."""
+    from test_notify import FakeGitHub
+
+    github = FakeGitHub()
     yesterday, today = _yesterday(), _today()
     push_night(origin, BRANCH, {f"{yesterday}/performance.csv": FIXTURES / "old.csv",
                                 f"{yesterday}/performance.jsonl": FIXTURES / "old.jsonl"}, tmp_path / "before")
     started = time.monotonic()
     run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule", variables={"NIGHTLY_SHARDS": "2"},
-              overrun={"merge": "Gate against the previous night"})
+              overrun={"merge": "Gate against the previous night"}, api_url=github.url)
     run.run_all(stand_ins={"shard": fixture_shards})
     wall = time.monotonic() - started
     explain = _explain(run)
@@ -428,7 +441,11 @@ def test_a_gate_that_outlives_the_merge_job_leaves_the_night_not_judged(tmp_path
     night = run.artifacts / f"nightly-{today}" / "nightly" / today
     assert not (night / "compare.json").exists()
     assert "did not finish" in json.loads((night / "night.json").read_text())["not_judged"]
-    assert run.jobs["notify"].result == "skipped", explain
+    assert merge.outputs["state"] == "unjudged", explain
+    assert run.jobs["notify"].result == "success", explain
+    github.server.shutdown()
+    [issue] = github.issues
+    assert issue["title"].startswith(f"Nightly {today}: UNJUDGED: not judged (The gate wrote no report"), issue
     assert run.jobs["publish"].result == "success", explain
     published = json.loads(gha_runner.git("show", f"{BRANCH}:{today}/night.json", cwd=origin).stdout)
     assert "did not finish" in published["not_judged"]
@@ -496,3 +513,37 @@ def test_a_second_red_night_comments_on_the_open_issue(tmp_path, origin):
     [(number, comment)] = github.comments
     assert number == 1 and comment.startswith(f"# Nightly {third}: FAIL"), comment
     assert "| resnet18 | torchxla_trace_once | new failure |" in comment, comment
+
+
+def test_a_re_run_on_a_later_day_keeps_the_nights_date_and_settings(tmp_path, origin):
+    """"Re-run all jobs" of a scheduled night, a UTC day later and after the
+    repository's variables changed: the plan job finds the plan its first
+    attempt uploaded and keeps it (the date, the shard count, the settings),
+    so the shards resume into the night they began, with its settings."""
+    yesterday, today = _yesterday(), _today()
+    first = {"filter": "resnet", "backends": "openxla_eval", "repeat": "5", "suite": "builtin", "args": "",
+             "image": ""}
+    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule",
+              variables={"NIGHTLY_SHARDS": "3", "NIGHTLY_BACKENDS": "inductor", "NIGHTLY_REPEAT": "7"})
+    # Attempt 1 ran yesterday (its plan job's clock) with yesterday's variables.
+    (run.artifact("plan") / "plan.txt").write_text(plan_lines(yesterday, 2, first))
+    run.run_attempt = 2
+    again = run.run_job("plan")
+    assert again.result == "success", again.log()
+    assert again.outputs["date"] == yesterday and again.outputs["count"] == "2", again.outputs
+    assert json.loads(again.outputs["settings"]) == first
+    assert read_plan(run.artifacts / "plan" / "plan.txt")["date"] == yesterday  # uploaded again, unchanged
+
+
+def test_the_first_attempt_plans_and_uploads_the_night(tmp_path, origin):
+    """A first attempt freezes the variables it saw in the plan it uploads."""
+    run = Run(NIGHTLY, origin, tmp_path / "run", event="schedule",
+              variables={"NIGHTLY_SHARDS": "3", "NIGHTLY_BACKENDS": "inductor", "NIGHTLY_REPEAT": "7",
+                         "NIGHTLY_FILTER": "^alexnet$"})
+    plan = run.run_job("plan")
+    assert plan.result == "success", plan.log()
+    frozen = read_plan(run.artifacts / "plan" / "plan.txt")
+    assert frozen["date"] == _today() and frozen["count"] == 3
+    assert {k: frozen["settings"][k] for k in ("filter", "backends", "repeat", "suite")} == {
+        "filter": "^alexnet$", "backends": "inductor", "repeat": "7", "suite": "builtin"}
+    assert json.loads(plan.outputs["settings"]) == frozen["settings"]

@@ -151,10 +151,13 @@ def test_an_unjudged_night_reaches_a_person(tmp_path, github, capsys):
     assert issue["title"].startswith(f"Nightly {TONIGHT}: UNJUDGED (")
 
 
-def test_a_refusing_api_is_exit_1_and_a_night_without_a_gate_exit_2(red_nights, github, monkeypatch, capsys):
+def test_a_refusing_api_is_exit_1_and_a_night_that_is_not_there_exit_2(red_nights, github, monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")  # nothing listens there
     assert _notify(red_nights, TONIGHT) == 1
     assert "GitHub's API refused" in capsys.readouterr().err
-    assert _notify(red_nights, DATES[0]) == 2
+    # A night without a gate is not a pass: it is told too.
+    assert _notify(red_nights, DATES[0]) == 1
+    assert "GitHub's API refused" in capsys.readouterr().err
+    assert _notify(red_nights, "2025-12-31") == 2
     err = capsys.readouterr().err
-    assert "no readable compare.json" in err and len(err.strip().splitlines()) == 1
+    assert "no such night" in err and len(err.strip().splitlines()) == 1

@@ -118,7 +118,7 @@ def test_a_night_on_slurm_partial_then_completed_by_a_resubmitted_index(tmp_path
     first = _ids(_submit(env, "--shards", "3", "--date", DATE))
     assert first["array"] == "0-2"
     fake_slurm.wait_all(state, timeout=240)
-    assert (night / "plan.txt").read_text() == f"date={DATE}\ncount=3\nshards=[0, 1, 2]\n"
+    assert (night / "plan.txt").read_text().startswith(f"date={DATE}\ncount=3\nshards=[0, 1, 2]\nsettings={{")
     # One install, before any shard; each task ran its own shard of the plan's 3.
     calls = _calls(tmp_path)
     assert [c["targets"] for c in calls[:1]] == [["install"]]
@@ -137,7 +137,7 @@ def test_a_night_on_slurm_partial_then_completed_by_a_resubmitted_index(tmp_path
     assert record["shards_lost"] == [2] and record["partial"].startswith("shard 2 of 3 lost"), record
     assert json.loads((night / "compare.json").read_text())["verdict"].startswith("FAIL")
     assert _sacct(env, first["merge"]) == [[first["merge"], "nightly-merge", "FAILED", "1:0"]]
-    assert "the gate's exit status 1" in _log(tmp_path, "nightly-merge")
+    assert "exit status 1" in _log(tmp_path, "nightly-merge")
     assert (tmp_path / "site" / "index.html").exists()  # drawn though the gate failed
 
     # The lost shard alone, for the same night (the shard count from its plan).

@@ -25,8 +25,8 @@ from benchmarks.usage import UsageError
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "gate.yaml"
 
-from benchmarks.nightly.night import FAIL, PASS, SUSPECTED, UNJUDGED  # noqa: E402  (the one spelling)
-EXIT_CODES = {PASS: 0, FAIL: 1, UNJUDGED: 3, SUSPECTED: 4}
+from benchmarks.nightly.night import FAIL, PASS, STATE_EXIT, SUSPECTED, UNJUDGED  # noqa: E402  (the one spelling)
+EXIT_CODES = STATE_EXIT
 STATES = (FAIL, SUSPECTED, UNJUDGED, PASS)  # worst first
 
 # A row's marks, and what each makes of the night.

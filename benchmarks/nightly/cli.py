@@ -25,7 +25,8 @@ DESCRIPTION = "The nightly job, in one go or step by step on several machines."
 STEPS = {"plan": ("plan", "plan"), "light-requirements": ("plan", "light_requirements"),
          "shard": ("shard", "shard"), "merge": ("merge", "merge"), "gate": ("gate", "gate"),
          "summary": ("summary", "summary"), "fetch-history": ("publish", "fetch_history"),
-         "publish": ("publish", "publish"), "notify": ("notify", "notify"), None: ("whole", "run_all")}
+         "publish": ("publish", "publish"), "notify": ("notify", "notify"),
+         "state": ("status", "state"), None: ("whole", "run_all")}
 NO_ROOT = ("plan", "light-requirements")  # steps that name no folder of nights
 
 

@@ -21,8 +21,8 @@ from typing import Mapping, Sequence
 
 from benchmarks.nightly.night import (NIGHT_FILE, RESULT, SCHEDULED, SHARD_CSV, SHARD_META, SHARDS_DIR,
                                       night_dir, night_kind, read_json, update_json)
-from benchmarks.nightly.plan import shards_arg
-from benchmarks.nightly.shard import planned_models
+from benchmarks.nightly.plan import differences, read_plan, shards_arg
+from benchmarks.nightly.shard import plan_file, planned_models
 from benchmarks.results import merge as merge_rows
 from benchmarks.results import store
 from benchmarks.usage import UsageError
@@ -40,14 +40,39 @@ def merge(args: argparse.Namespace) -> int:
     shards = sorted(p for p in folder.glob(f"{SHARDS_DIR}/shard-*.csv") if SHARD_CSV.match(p.name))
     if not shards:
         raise UsageError(f"no shards under {folder / SHARDS_DIR}")
+    records = shard_records(folder / SHARDS_DIR)
+    check_settings(records, plan_file(args.root, args.date))
     out = folder / RESULT
     print(f"nightly: merging {len(shards)} shard(s) into {out}", file=sys.stderr)
     code = merge_rows.main([str(out), *map(str, shards), "--overwrite"])
     if code == 0:
         record_ci_run(folder, os.environ)
         merged = [int(SHARD_CSV.match(p.name).group(1)) for p in shards]
-        record_night(args.root, args.date, shard_records(folder / SHARDS_DIR), merged, args.shards)
+        record_night(args.root, args.date, records, merged, args.shards)
     return code
+
+
+def check_settings(records: Mapping[int, Mapping], plan: Path) -> None:
+    """Refuse (one line, exit status 2) a night whose shards ran other
+    settings than its plan froze, or than each other (the dependencies'
+    digest included): such a night is no one night, and must not merge as
+    complete.  Records from before settings were recorded are not compared."""
+    planned = read_plan(plan)["settings"] if plan.is_file() else None
+    first = None
+    for index, record in sorted(records.items()):
+        settings = record.get("settings")
+        if not isinstance(settings, dict):
+            continue
+        if planned is not None:
+            wrong = differences(planned, {k: v for k, v in settings.items() if k in planned})
+            if wrong:
+                raise UsageError(f"shard {index} did not run the night's plan ({plan}): {'; '.join(wrong)}")
+        if first is None:
+            first = (index, settings)
+        elif settings != first[1]:
+            wrong = differences(first[1], settings)
+            raise UsageError(f"shard {index} ran other settings than shard {first[0]}: "
+                             + "; ".join(w.replace("(plan:", f"(shard {first[0]}:") for w in wrong))
 
 
 # --------------------------------------------------------------------------
@@ -121,7 +146,9 @@ def night_record(date: str, records: Mapping[int, Mapping], merged: Sequence[int
     if partial and not_run:
         partial += f" (not run: {_listed(not_run)})"
     runner = next((r["runner"] for r in records.values() if isinstance(r.get("runner"), dict)), None)
-    return {"date": date, "shards_expected": expected, "shards_merged": sorted(merged),
+    settings = next((r["settings"] for r in records.values() if isinstance(r.get("settings"), dict)), None)
+    versions = next((r["dependencies"] for r in records.values() if isinstance(r.get("dependencies"), dict)), None)
+    return {"settings": settings, "dependencies": versions, "date": date, "shards_expected": expected, "shards_merged": sorted(merged),
             "shards_lost": lost, "shards_unfinished": unfinished, "models_not_run": not_run,
             "partial": partial, "runner": runner}
 

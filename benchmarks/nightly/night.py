@@ -48,6 +48,11 @@ KINDS = (SCHEDULED, AD_HOC)
 PASS, SUSPECTED, UNJUDGED, FAIL = "pass", "suspected", "unjudged", "fail"
 STATES = (PASS, SUSPECTED, UNJUDGED, FAIL)
 FLAGGED = (FAIL, SUSPECTED)
+# The exit status of each state (the gate's, ``nightly state``'s, merge.sh's,
+# a job's).  Only a pass is green: a night that judged nothing (or too
+# little), or whose slowdown is not yet confirmed, is as much not green as a
+# failed one, for every reader.
+STATE_EXIT = {PASS: 0, FAIL: 1, UNJUDGED: 3, SUSPECTED: 4}
 # What a night keeps on the results branch (shard files and worker logs go to
 # the run's artifacts only).
 PUBLISHED = (RESULT, "performance.jsonl", REPORT, "performance.png", "performance_graph_breaks.csv",
@@ -226,6 +231,12 @@ class Night:
     def not_judged(self) -> str:
         """Why the night has no verdict, when its gate did not finish (``""``: it did)."""
         return "" if self.state else str(self.meta.get("not_judged") or "")
+
+    @property
+    def green(self) -> bool:
+        """Whether the gate passed the night: the only state that is green
+        (a night no gate judged is not)."""
+        return self.state == PASS
 
     @property
     def gate_failed(self) -> bool:

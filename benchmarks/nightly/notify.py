@@ -1,7 +1,8 @@
 """``python -m benchmarks.nightly notify``: a night that is not green reaches a person.
 
 When the night's gate did not pass (``compare.json``'s ``state``: ``fail``,
-``suspected`` or ``unjudged``), it opens a GitHub issue for the night -- or,
+``suspected`` or ``unjudged``), or no gate judged it (no ``compare.json``:
+the gate did not finish), it opens a GitHub issue for the night -- or,
 when an issue with the label (``--label``, default ``nightly-regression``)
 is already open, comments on that one instead, so nights never pile up
 duplicates -- and prints a ``::error`` workflow annotation per flagged row.
@@ -114,8 +115,18 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def headline(night: Night) -> str:
+    """The night's state and its reasons (``FAIL (1 slower)``), the state
+    before words that do not start with it (``UNJUDGED: INCONCLUSIVE (...)``,
+    a file of the old format), or why no gate judged it."""
+    if night.state is None:
+        return f"NOT JUDGED ({night.not_judged})" if night.not_judged else "NOT JUDGED"
+    verdict = night.verdict or night.state.upper()
+    return verdict if verdict.upper().startswith(night.state.upper()) else f"{night.state.upper()}: {verdict}"
+
+
 def title(night: Night) -> str:
-    return f"Nightly {night.date}: {night.verdict}"  # the state and its reasons, from their fields
+    return f"Nightly {night.date}: {headline(night)}"
 
 
 def body(night: Night, page: str) -> str:
@@ -124,7 +135,7 @@ def body(night: Night, page: str) -> str:
     base = _baseline_night(night)
     good, bad = (_commit(base.csv) if base else ""), _commit(night.csv)
     repository = night.repository_url or ""
-    parts = [f"## Nightly {night.date}: {night.verdict}", ""]
+    parts = [f"## Nightly {night.date}: {headline(night)}", ""]
     links = []
     for name, commit in (("baseline night" + (f" {base.date}" if base else ""), good), ("tonight", bad)):
         if commit:
@@ -198,9 +209,9 @@ def report(call: Call, repository: str, label: str, night: Night, page: str) -> 
 
 def notify(args: argparse.Namespace) -> int:
     night = Night.read(args.root / args.date, on_error=lambda why: print(f"notify: {why}", file=sys.stderr))
-    if not night.gate:
-        raise UsageError(f"{night.folder} has no readable compare.json: run the gate first")
-    if night.state == PASS:
+    if not night.folder.is_dir():
+        raise UsageError(f"{night.folder}: no such night")
+    if night.green:
         print(f"notify: night {night.date}: {night.verdict}: nobody to tell")
         return 0
     for line in annotations(night):

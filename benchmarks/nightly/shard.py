@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 
 from benchmarks import cli
-from benchmarks.nightly.night import shard_csv, shard_meta_path, write_json
+from benchmarks.nightly import plan as night_plan
+from benchmarks.nightly.night import night_dir, shard_csv, shard_meta_path, write_json
 from benchmarks.nightly.plan import repeat_arg, shards_arg
 from benchmarks.usage import UsageError
 
@@ -90,10 +91,36 @@ def planned_models(runner: dict, shards: int, shard: int) -> list[str] | None:
 
 
 def shard_record(args: argparse.Namespace, shards: int, shard: int) -> dict:
-    """What a shard is to run, before it runs (``finished: false`` until it has)."""
+    """What a shard is to run, before it runs (``finished: false`` until it
+    has): its runner settings, the night's settings as its environment gave
+    them, with the digest of its installed distributions, and their versions."""
     runner = runner_record(args)
-    return {"shard": shard, "shards": shards, "runner": runner,
-            "models": planned_models(runner, shards, shard) or [], "finished": False}
+    versions = night_plan.installed_versions()
+    settings = {**night_plan.settings_from_env(os.environ),
+                "dependencies": night_plan.dependencies_digest(versions)}
+    return {"shard": shard, "shards": shards, "runner": runner, "settings": settings,
+            "dependencies": versions, "models": planned_models(runner, shards, shard) or [], "finished": False}
+
+
+def plan_file(root: Path, date: str) -> Path:
+    """The night's plan: ``NIGHTLY_PLAN``, else ``plan.txt`` in its folder."""
+    given = os.environ.get("NIGHTLY_PLAN", "").strip()
+    return Path(given) if given else night_dir(root, date) / "plan.txt"
+
+
+def check_plan(root: Path, date: str, record: dict) -> None:
+    """Refuse a shard that is not the plan's (its count, its settings): one
+    line, exit status 2, before it runs.  A night without a plan file (a
+    shard run by hand) is not checked."""
+    path = plan_file(root, date)
+    if not path.is_file():
+        return
+    planned = night_plan.read_plan(path)
+    who = f"shard {record['shard']}"
+    if planned["date"] != date or planned["count"] != record["shards"]:
+        raise UsageError(f"{who} does not run the night's plan ({path}): night {date} of {record['shards']} "
+                         f"shard(s) (plan: night {planned['date']} of {planned['count']})")
+    night_plan.check(path, record["settings"], who)
 
 
 # --------------------------------------------------------------------------
@@ -157,6 +184,7 @@ def shard(args: argparse.Namespace) -> int:
     csv_path = shard_csv(args.root, args.date, args.shard)
     check_runner_args(args)
     meta, record = shard_meta_path(csv_path.parent, args.shard), shard_record(args, args.shards, args.shard)
+    check_plan(args.root, args.date, record)
     write_json(meta, record)
     code = measure(args, csv_path, (args.shard, args.shards))
     write_json(meta, {**record, "finished": code == 0, "exit_code": code})

@@ -9,12 +9,18 @@ import argparse
 import os
 import sys
 
-from benchmarks.nightly.night import COMPARE_MD, NIGHT_FILE, RESULT, night_dir, update_json
+from benchmarks.nightly.night import (COMPARE_MD, FAIL, NIGHT_FILE, PASS, RESULT, STATE_EXIT, SUSPECTED, UNJUDGED,
+                                      Night, night_dir, update_json)
 from benchmarks.results import expected
 
 SUMMARY_LIMIT = 1024 * 1024  # GitHub's limit on one step's summary
 NOT_JUDGED = ("The gate wrote no report: it did not finish (the job timed out or was cancelled) "
               "or it failed")
+# What each state that is not green means, for the line that heads the page.
+NOT_GREEN = {UNJUDGED: "the gate could judge nothing, or too little: nothing says the night is fine",
+             SUSPECTED: "a slowdown flagged for the first time, not yet confirmed: the next night confirms "
+                        "or clears it",
+             FAIL: "a confirmed regression"}
 
 
 def add_arguments(p: argparse.ArgumentParser, step: str) -> None:
@@ -31,6 +37,15 @@ def expected_section(csv_path, folder: str | None) -> str:
         return f"## Expected results\n\nnot judged: {err}\n"
 
 
+def state_line(night: Night) -> str:
+    """One line saying that a judged night is not green, and why; ``""`` for a pass."""
+    state = night.state or UNJUDGED  # a report without a readable compare.json judged nothing
+    if state == PASS:
+        return ""
+    return (f"**Nightly {night.date} is not green: {state.upper()}** (exit status "
+            f"{STATE_EXIT[state]}): {NOT_GREEN[state]}.\n\n")
+
+
 def summary(args: argparse.Namespace) -> int:
     """Why a night has no judgement, on the run's first page: appended to
     the file ``$GITHUB_STEP_SUMMARY`` names (the gate puts its own report
@@ -39,9 +54,9 @@ def summary(args: argparse.Namespace) -> int:
     compared = tonight / COMPARE_MD
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if compared.is_file():
-        if target:
-            return 0  # the gate wrote its report there
-        text = compared.read_text()
+        line = state_line(Night.read(tonight, on_error=lambda why: print(f"summary: {why}", file=sys.stderr)))
+        # The gate wrote its report there: only the state is added.
+        text = line if target else line + compared.read_text()
     elif not (tonight / RESULT).is_file():
         text = f"# Nightly {args.date}: no results\n\nThe shards were not merged: see the merge step's log.\n"
     else:

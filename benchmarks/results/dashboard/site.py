@@ -25,7 +25,7 @@ import pandas as pd
 from benchmarks.results import store
 
 from benchmarks.results.dashboard import aggregate, pairs
-from benchmarks.nightly.night import COMPARE_MD, REPORT, Night, listed_dates, missing_dates
+from benchmarks.nightly.night import COMPARE_MD, FAIL, REPORT, Night, listed_dates, missing_dates
 
 ASSETS = ("dashboard.css", "dashboard.js", "plotly-basic.min.js")
 TEMPLATE = "index.html"
@@ -81,6 +81,7 @@ def page_data(nights: Sequence[Night], history: pd.DataFrame, repo_url: str | No
         "nights": [n.date for n in nights],
         "verdicts": [n.verdict for n in nights],
         "failedGate": [i for i, n in enumerate(nights) if n.gate_failed],
+        "states": [n.state for n in nights],
         "runUrls": [n.run_url for n in nights],
         "commits": commits,
         "nightCommits": per_night,
@@ -138,12 +139,17 @@ def nights_table(nights: Sequence[Night], data: dict, links: dict[str, dict[str,
         date = html.escape(night.date) + (' <span class="ad-hoc" title="dispatched with its own settings: '
                                           'never a baseline">ad-hoc</span>' if night.ad_hoc else "")
         verdict = night.verdict or (f"NOT JUDGED: {night.not_judged}" if night.not_judged else "-")
+        if night.state and not verdict.upper().startswith(night.state.upper()):  # old words may not say so
+            verdict = f"{night.state.upper()}: {verdict}"
         cells = [date, html.escape(verdict), night_links(data, index)]
         for kind in LINKED:
             href = links.get(night.date, {}).get(kind)
             cells.append(f'<a href="{html.escape(href)}">{kind}</a>' if href else "-")
-        css = ' class="fail"' if night.gate_failed or night.not_judged else ""
-        rows.append(f'<tr{css} data-night="{index}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        # Red for a regression or a gate that never finished, amber for the
+        # other states that are not green (suspected, unjudged).
+        css = ' class="fail"' if night.state == FAIL or night.not_judged else \
+            ' class="not-green"' if night.gate_failed else ""
+        rows.append(f'<tr{css} data-night="{index}" data-state="{night.state or ""}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "<tr><th>night</th><th>gate</th><th>commit, CI run</th><th>report</th><th>comparison</th></tr>"
     missing = missing_dates([n.date for n in nights if not n.ad_hoc])
     gap = (f'<p class="missing" id="missing-nights">Missing nights (no scheduled night ran): '
