@@ -350,26 +350,36 @@ def test_nightly_steps_on_fixtures(tmp_path):
     assert len(store.read_rows(tonight / "performance.csv")) == len(store.read_rows(FIXTURES / "new.csv"))
 
     gate = make("nightly-gate", root, site, **env)
-    # The gate's own status 1 (a regression), which make reports as its Error 1.
+    # The gate's own status 1 (a new failure; one earlier night judges no
+    # timing), which make reports as its Error 1.
     assert gate.returncode == 2 and "Error 1" in gate.stderr, gate.stderr
     verdict = json.loads((tonight / "compare.json").read_text())
-    assert verdict["verdict"] == "FAIL (1 slower, 1 new failure, 1 removed)"
-    assert (tonight / "compare.md").exists() and (tonight / "compare.png").exists()
+    assert (verdict["state"], verdict["exit_code"]) == ("fail", 1)
+    assert verdict["reasons"] == ["1 row(s) failed", "19 of 20 row(s) unjudged"]
+    assert [(r["key"]["name"], r["rule"]) for r in verdict["rows"] if r["mark"] == "fail"] == [
+        ("mobilenet_v2", "new failure")]
+    assert (tonight / "compare.md").exists()
+    state = make("nightly-state", root, site, **env)
+    assert state.returncode == 2 and state.stdout == "state=fail\n", state.stderr
 
     dashboard = make("dashboard", root, site, **env)
     assert dashboard.returncode == 0, dashboard.stderr
     page = (site / "index.html").read_text()
     assert "2 nights (2026-01-01 to 2026-01-02)" in page
-    assert 'href="nights/2026-01-02/compare.md"' in page and "FAIL (1 slower, 1 new failure, 1 removed)" in page
+    assert 'href="nights/2026-01-02/compare.md"' in page and "FAIL (1 row(s) failed; 19 of 20 row(s) unjudged)" in page
 
 
-def test_nightly_gate_passes_an_unchanged_night(tmp_path):
+def test_nightly_gate_leaves_a_night_with_too_little_history_unjudged(tmp_path):
+    """An unchanged night after one earlier night is no pass: too few
+    nights judge nothing (exit 3, make's Error 3), and its state says so."""
     root, site = tmp_path / "nightly", tmp_path / "site"
     place_run(FIXTURES / "new.csv", root / "2026-01-01" / "performance.csv")
     place_run(FIXTURES / "new.csv", root / "2026-01-02" / "performance.csv")
     gate = make("nightly-gate", root, site, NIGHTLY_DATE="2026-01-02")
-    assert gate.returncode == 0, gate.stderr
-    assert json.loads((root / "2026-01-02" / "compare.json").read_text())["verdict"] == "PASS (2 inconclusive)"
+    assert gate.returncode == 2 and "Error 3" in gate.stderr, gate.stderr
+    assert json.loads((root / "2026-01-02" / "compare.json").read_text())["state"] == "unjudged"
+    state = make("nightly-state", root, site, NIGHTLY_DATE="2026-01-02")
+    assert state.stdout == "state=unjudged\n" and "not green: unjudged" in state.stderr
 
 
 def test_nightly_filter_input_reaches_python_as_text(tmp_path):
