@@ -29,13 +29,13 @@ def test_a_run_beside_a_busy_loop_names_its_loaded_processes(tmp_path):
 
 def _gate_policy(tmp_path, monkeypatch, loaded_cores: float) -> None:
     """configs/gate.yaml as it is, but for its ``loaded_cores``: the one place it is set."""
-    from benchmarks.judge import verdict
+    from benchmarks.results import load
 
-    text = verdict.CONFIG.read_text()
+    text = load.GATE_CONFIG.read_text()
     assert "\nloaded_cores: 0.1\n" in text
     path = tmp_path / "gate.yaml"
     path.write_text(text.replace("\nloaded_cores: 0.1\n", f"\nloaded_cores: {loaded_cores}\n"))
-    monkeypatch.setattr(verdict, "CONFIG", path)
+    monkeypatch.setattr(load, "GATE_CONFIG", path)
 
 
 @pytest.mark.parametrize("loaded_cores", [0.1, 0.5])

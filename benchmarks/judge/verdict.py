@@ -21,9 +21,9 @@ from typing import Any, Mapping
 
 import yaml
 
+from benchmarks.results import load
 from benchmarks.usage import UsageError
 
-CONFIG = Path(__file__).resolve().parents[2] / "configs" / "gate.yaml"
 
 from benchmarks.nightly.night import FAIL, PASS, STATE_EXIT, SUSPECTED, UNJUDGED  # noqa: E402  (the one spelling)
 EXIT_CODES = STATE_EXIT
@@ -61,7 +61,7 @@ class Policy:
     def load(cls, path: str | Path | None = None) -> "Policy":
         """The policy in ``path`` (default ``configs/gate.yaml``); an unknown,
         missing or out-of-range key is bad input (``UsageError``)."""
-        path = Path(path) if path else CONFIG
+        path = Path(path) if path else load.GATE_CONFIG
         try:
             document = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
