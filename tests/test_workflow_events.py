@@ -85,7 +85,12 @@ def every_expression(workflow: dict, event: str):
         yield f"{name} outputs", {**contexts, "steps": steps}, {k: job[k] for k in after if k in job}
 
 
-@pytest.mark.parametrize("path, event", [(p, e) for p in FILES for e in events_of(p)],
+_PLAN_UNCHECKED = pytest.mark.xfail(strict=True, reason="nightly.yml's plan artifact of an earlier attempt: not "
+                                    "yet re-checked against the frozen plan (issue #50)")
+
+
+@pytest.mark.parametrize("path, event", [pytest.param(p, e, marks=_PLAN_UNCHECKED) if p.name == "nightly.yml"
+                                         else (p, e) for p in FILES for e in events_of(p)],
                          ids=lambda v: v.name if isinstance(v, Path) else v)
 def test_expressions_read_only_what_the_event_carries(path, event):
     workflow = load(path)
